@@ -1,0 +1,187 @@
+"""Datasets and loaders that keep a GPU fed: uint8 crops from cached, draft-decoded images.
+
+Each sample is decoded once (resized, then cached on disk), cropped by the transforms as
+uint8 and batched; ``BatchPreparer`` finishes the job on the device. An image that cannot be
+decoded becomes a zero image labelled -1 (ignored by loss and accuracy) and a line in the
+failure log, instead of ending a night's run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
+
+from workbench.core.dataset_scan import DatasetScan
+from workbench.core.image_cache import ImageDecodeError, default_cache_dir, load_image_uint8
+from workbench.core.multicrop import IGNORE_LABEL
+from workbench.core.transforms import (
+    ImageTransform,
+    build_eval_transform,
+    build_train_transform,
+    normalization_for,
+)
+
+# Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
+PREFETCH_FACTOR = 4
+
+
+class ImageSampleDataset(Dataset):
+    """``(path, label)`` samples -> ``(uint8 tensor after transform, label)``.
+
+    Args:
+        samples: image paths with their class index.
+        transform: uint8 ``[C,H,W]`` -> uint8 crop(s), from ``workbench.core.transforms``.
+        resize_size: shorter side after the resize that precedes the transform.
+        grayscale: one channel instead of RGB.
+        cache_dir: folder of resized images to reuse, or None to decode every time.
+        failure_log: text file to which ``"<path>\\t<reason>"`` lines are appended for
+            images that cannot be decoded (shared safely by loader processes).
+    """
+
+    def __init__(
+        self,
+        samples: list[tuple[str, int]],
+        transform: ImageTransform,
+        resize_size: int,
+        grayscale: bool,
+        cache_dir: str | None,
+        failure_log: str | None = None,
+    ) -> None:
+        self.samples = list(samples)
+        self.transform = transform
+        self.resize_size = resize_size
+        self.grayscale = grayscale
+        self.cache_dir = cache_dir
+        self.failure_log = failure_log
+        self._placeholder_shape: torch.Size | None = None
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        path, label = self.samples[index]
+        try:
+            image = load_image_uint8(path, self.resize_size, self.grayscale, self.cache_dir)
+        except ImageDecodeError as exc:
+            self._log_failure(path, exc.reason)
+            return torch.zeros(self.placeholder_shape(), dtype=torch.uint8), IGNORE_LABEL
+        return self.transform(image), label
+
+    def placeholder_shape(self) -> torch.Size:
+        """Shape of a transformed sample, for the zero image that stands in for a broken one."""
+        if self._placeholder_shape is None:
+            channels = 1 if self.grayscale else 3
+            square = torch.zeros((channels, self.resize_size, self.resize_size), dtype=torch.uint8)
+            self._placeholder_shape = self.transform(square).shape
+        return self._placeholder_shape
+
+    def _log_failure(self, path: str, reason: str) -> None:
+        if not self.failure_log:
+            return
+        line = f"{_one_line(path)}\t{_one_line(reason)}\n"
+        try:
+            # One small append per failure: O_APPEND keeps lines from several processes whole.
+            with open(self.failure_log, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        except OSError:
+            pass  # the zero image and label -1 already keep the run going
+
+
+@dataclass
+class DataPipeline:
+    """Both loaders and what the training loop needs to know about their batches."""
+
+    train_loader: DataLoader
+    val_loader: DataLoader
+    crops_per_sample: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    class_weights: torch.Tensor | None
+    sampler: str
+    failure_log: str | None
+
+    def decode_failures(self) -> list[tuple[str, str]]:
+        """``(path, reason)`` of every image that failed to decode so far, each path once."""
+        return read_failure_log(self.failure_log)
+
+
+def read_failure_log(failure_log: str | None) -> list[tuple[str, str]]:
+    """Parse a failure log into unique ``(path, reason)`` pairs, in the order first seen."""
+    if not failure_log or not os.path.exists(failure_log):
+        return []
+    seen: dict[str, str] = {}
+    with open(failure_log, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            path, _, reason = line.rstrip("\n").partition("\t")
+            if path and path not in seen:
+                seen[path] = reason
+    return list(seen.items())
+
+
+def build_data_pipeline(
+    config: Any, scan: DatasetScan, device: str, failure_log: str | None = None
+) -> DataPipeline:
+    """Train and val loaders for ``scan`` as ``config`` asks.
+
+    Args:
+        config: a ``TrainConfig``.
+        scan: the dataset's samples and classes.
+        device: where batches will go; pinned memory is used only for CUDA.
+        failure_log: file that collects images that cannot be decoded.
+    """
+    grayscale = config.in_channels == 1
+    cache_dir = (config.cache_dir or str(default_cache_dir())) if config.cache_images else None
+    train_set = ImageSampleDataset(scan.train, build_train_transform(config),
+                                   config.resize_size, grayscale, cache_dir, failure_log)
+    val_set = ImageSampleDataset(scan.val, build_eval_transform(config),
+                                 config.resize_size, grayscale, cache_dir, failure_log)
+    generator = torch.Generator().manual_seed(config.seed)
+    class_weights = None
+    sampler = None
+    sampler_name = "shuffle"
+    if config.imbalance == "weighted_loss":
+        class_weights = inverse_frequency_weights(scan.train_counts())
+    elif config.imbalance == "weighted_sampler":
+        sampler = _weighted_sampler(scan, generator)
+        sampler_name = "weighted_sampler"
+    options = _loader_options(config, device)
+    train_loader = DataLoader(train_set, sampler=sampler, shuffle=sampler is None,
+                              generator=generator, **options)
+    val_loader = DataLoader(val_set, shuffle=False, **options)
+    mean, std = normalization_for(config)
+    return DataPipeline(train_loader, val_loader, config.crops_per_sample, mean, std,
+                        class_weights, sampler_name, failure_log)
+
+
+def inverse_frequency_weights(counts: list[int]) -> torch.Tensor:
+    """Class weights proportional to 1/count, scaled to a mean of 1 (float32)."""
+    inverse = torch.tensor([1.0 / max(c, 1) for c in counts], dtype=torch.float32)
+    return inverse / inverse.mean()
+
+
+def _weighted_sampler(scan: DatasetScan, generator: torch.Generator) -> WeightedRandomSampler:
+    """Draws every class equally often on average, reproducibly."""
+    counts = scan.train_counts()
+    weights = torch.tensor([1.0 / counts[label] for _, label in scan.train], dtype=torch.double)
+    return WeightedRandomSampler(weights, num_samples=len(scan.train), replacement=True,
+                                 generator=generator)
+
+
+def _loader_options(config: Any, device: str) -> dict[str, Any]:
+    workers = config.workers
+    return {
+        "batch_size": config.batch_size,
+        "num_workers": workers,
+        "persistent_workers": workers > 0,
+        "pin_memory": bool(config.pin_memory) and torch.device(device).type == "cuda",
+        "prefetch_factor": PREFETCH_FACTOR if workers > 0 else None,
+        "drop_last": False,
+    }
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")

@@ -1,0 +1,126 @@
+"""The run folder: config.json, metrics.jsonl, checkpoints and exports of one training run."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from pathlib import Path
+from typing import IO, Any
+
+from workbench.core.atomic_io import atomic_write_text
+from workbench.core.config import TrainConfig
+from workbench.core.events import (
+    Callback,
+    EpochEnd,
+    Message,
+    RunEnd,
+    RunStart,
+    StepStats,
+    event_to_dict,
+)
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+LAST_CHECKPOINT = "last.pt"
+BEST_MODEL = "best_model.pt"
+EXPORT_FILE = "model_scripted.pt"
+DECODE_FAILURES = "decode_failures.tsv"
+
+
+def create_run_folder(config: TrainConfig) -> Path:
+    """A new, unique folder under ``config.output_dir`` named after the run and the time."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = f"{config.run_name}-{stamp}" if config.run_name else stamp
+    root = Path(config.output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    candidate = root / base
+    suffix = 1
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            suffix += 1
+            candidate = root / f"{base}-{suffix}"
+
+
+def write_run_config(
+    run_dir: Path,
+    config: TrainConfig,
+    environment: dict[str, Any],
+    dataset: dict[str, Any],
+) -> None:
+    """config.json: the config plus what is needed to reproduce and compare runs."""
+    document = {
+        "config": config.to_dict(),
+        "seed": config.seed,
+        "created": _dt.datetime.now().isoformat(timespec="seconds"),
+        "environment": environment,
+        "dataset": dataset,
+    }
+    atomic_write_text(run_dir / CONFIG_FILE, json.dumps(document, indent=2, default=str) + "\n")
+
+
+def read_run_config(run_dir: Path | str) -> TrainConfig:
+    path = Path(run_dir) / CONFIG_FILE
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return TrainConfig.from_dict(document["config"], source=str(path))
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+class MetricsWriter(Callback):
+    """Appends every event as one JSON line to metrics.jsonl (NaN written as null)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def _write(self, event: Any, flush: bool = False) -> None:
+        if self._handle is None:
+            return
+        self._handle.write(json.dumps(_json_safe(event_to_dict(event))) + "\n")
+        if flush:
+            self._handle.flush()
+
+    def on_run_start(self, event: RunStart) -> None:
+        self._write(event, flush=True)
+
+    def on_step(self, event: StepStats) -> None:
+        self._write(event)
+
+    def on_epoch_end(self, event: EpochEnd) -> None:
+        self._write(event, flush=True)
+
+    def on_message(self, event: Message) -> None:
+        self._write(event, flush=True)
+
+    def on_run_end(self, event: RunEnd) -> None:
+        self._write(event, flush=True)
+        self.close()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def read_metrics(run_dir: Path | str) -> list[dict[str, Any]]:
+    """Every event of a run, in order (lines cut short by a crash are skipped)."""
+    events = []
+    with open(Path(run_dir) / METRICS_FILE, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return events

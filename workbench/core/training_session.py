@@ -1,0 +1,389 @@
+"""One run from prepared data to the last epoch: the state ``engine.train`` drives.
+
+``prepare()`` builds device, data, model and optimiser (or restores them from a checkpoint);
+``fit()`` runs the epochs, keeps the best weights, checkpoints every epoch atomically and reports
+every step through the callback.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from workbench.core.atomic_io import atomic_torch_save
+from workbench.core.batch_preparation import BatchPreparer
+from workbench.core.checkpoint_format import CheckpointError, load_checkpoint, restore_rng_state
+from workbench.core.checkpoint_format import rng_state as current_rng_state
+from workbench.core.config import TrainConfig
+from workbench.core.control import RunControl
+from workbench.core.data_pipeline import DataPipeline, build_data_pipeline
+from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
+from workbench.core.devices import GpuMonitor, device_display_name, environment_info
+from workbench.core.devices import memory_total, resolve_device
+from workbench.core.distributed import DistributedContext, set_epoch
+from workbench.core.events import CallbackList, EpochEnd, Message, RunEnd, RunStart
+from workbench.core.feature_cache import (
+    CachedFeatures,
+    epoch_order,
+    extract_features,
+    feature_batches,
+    unshuffled_loader,
+)
+from workbench.core.models import apply_finetune_mode, build_model, set_train_mode
+from workbench.core.models import split_backbone_head
+from workbench.core.optimisers import build_optimizer, build_scheduler
+from workbench.core.runs import (
+    BEST_MODEL,
+    DECODE_FAILURES,
+    LAST_CHECKPOINT,
+    MetricsWriter,
+    create_run_folder,
+    write_run_config,
+)
+from workbench.core.train_steps import EpochResult, EvalResult, StepContext
+from workbench.core.train_steps import evaluate_batches, run_training_steps
+
+
+class TrainingSession:
+    """The live state of one run. Use through ``workbench.core.engine.train``."""
+
+    def __init__(self, config: TrainConfig, events: CallbackList, control: RunControl) -> None:
+        self.config = config
+        self.events = events
+        self.control = control
+        self.dist = DistributedContext.from_env()
+        self.run_dir: Path | None = None
+        self.epochs_completed = 0
+        self.start_epoch = 0
+        self.best_epoch = 0
+        self.best_val_accuracy = -1.0
+        self.best_model_path = ""
+        self.last_checkpoint_path = ""
+        self.ended: RunEnd | None = None
+        self.started = time.monotonic()
+        self.cached_train: CachedFeatures | None = None
+        self.cached_val: CachedFeatures | None = None
+        self._decode_failures_reported = 0
+        self._writer: MetricsWriter | None = None
+
+    # ------------------------------------------------------------------ preparation
+    def prepare(self) -> None:
+        cfg = self.config
+        self.device = self.dist.device_for(resolve_device(cfg.device))
+        self.dist.initialise(self.device)
+        if not self.dist.is_main:
+            self.events = CallbackList([])
+        _seed_everything(cfg.seed, cfg.deterministic, self.device)
+        self.scan = _scan(cfg)
+        resume_state = load_checkpoint(cfg.resume) if cfg.resume else None
+        self._open_run_dir(resume_state)
+        for warning in self.scan.warnings():
+            self._say("warning", warning)
+        failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
+        self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device, failure_log)
+        self._build_model_and_optimiser()
+        if resume_state is not None:
+            self._restore(resume_state)
+        self.train_model = self.dist.wrap(self.model, self.device)
+        self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
+        self.preparer = BatchPreparer(self.pipeline.mean, self.pipeline.std, self.device,
+                                      cfg.channels_last and self.device.startswith("cuda"))
+        self.ctx = StepContext(
+            model=self.train_model, device=self.device, optimizer=self.optimizer,
+            scaler=self.scaler, amp=self.amp, crops=self.pipeline.crops_per_sample,
+            strategy=cfg.crop_strategy, class_weights=self.pipeline.class_weights,
+            callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
+            max_steps=cfg.max_steps_per_epoch,
+        )
+        self.use_feature_cache = self._feature_cache_wanted()
+
+    def _build_model_and_optimiser(self) -> None:
+        cfg = self.config
+        self.model = build_model(cfg, len(self.scan.class_names), report=self._say)
+        self.model.to(self.device)
+        if cfg.channels_last and self.device.startswith("cuda"):
+            self.model.to(memory_format=torch.channels_last)
+        params = apply_finetune_mode(self.model, cfg.finetune)
+        self.optimizer = build_optimizer(cfg, params)
+        self.scheduler = build_scheduler(cfg, self.optimizer)
+        self.amp = cfg.amp and self.device.startswith("cuda")
+        if cfg.amp and not self.amp:
+            self._say("info", "Mixed precision (amp) is a CUDA feature; this CPU run uses float32.")
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+        self.head = split_backbone_head(self.model)[1]
+
+    def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
+        if not self.dist.is_main:
+            return
+        if resume_state is not None:
+            self.run_dir = Path(self.config.resume).resolve().parent
+        else:
+            self.run_dir = create_run_folder(self.config)
+        write_run_config(self.run_dir, self.config, environment_info(self.device),
+                         self.scan.summary())
+        self._writer = MetricsWriter(self.run_dir / "metrics.jsonl")
+        self.events.callbacks.append(self._writer)
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        path = self.config.resume
+        if list(state["class_names"]) != list(self.scan.class_names):
+            raise CheckpointError(
+                f"{path}: the checkpoint was trained on classes {state['class_names']}, "
+                f"but {self.config.data_root} has {self.scan.class_names}"
+            )
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as exc:
+            raise CheckpointError(
+                f"{path}: does not fit this model/optimizer ({str(exc).splitlines()[0]}); "
+                "resume with the settings it was trained with"
+            ) from exc
+        if self.scheduler is not None and state.get("scheduler"):
+            self.scheduler.load_state_dict(state["scheduler"])
+        if self.amp and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        if state.get("rng"):
+            restore_rng_state(state["rng"])
+        self.start_epoch = self.epochs_completed = int(state["epoch"])
+        self.best_epoch = int(state.get("best_epoch", 0))
+        self.best_val_accuracy = float(state.get("best_val_accuracy", -1.0))
+        best = Path(path).resolve().parent / BEST_MODEL
+        self.best_model_path = str(best) if best.is_file() else ""
+        self.last_checkpoint_path = str(Path(path).resolve())
+        self._say("info", f"Resuming from {path} after epoch {self.start_epoch}.")
+
+    def _feature_cache_wanted(self) -> bool:
+        cfg = self.config
+        if cfg.finetune != "last_layer" or not cfg.cache_features:
+            return False
+        if self.dist.enabled:
+            self._say("info", "Feature caching is off under torchrun; every process trains "
+                              "the head on freshly computed features.")
+            return False
+        return True
+
+    # ------------------------------------------------------------------ the run
+    def fit(self) -> RunEnd:
+        cfg = self.config
+        self.events.on_run_start(self._run_start_event())
+        if self.start_epoch >= cfg.epochs:
+            self._say("info", f"The checkpoint already holds all {cfg.epochs} epochs.")
+            return self._end("completed")
+        if self.use_feature_cache and not self._cache_features():
+            return self._end("cancelled")
+        for epoch in range(self.start_epoch, cfg.epochs):
+            self.ctx.epoch = epoch + 1
+            result = self._train_epoch(epoch)
+            if result.cancelled:
+                return self._end("cancelled")
+            evaluation = self._evaluate()
+            if self.control.cancel_requested:
+                return self._end("cancelled")
+            if self.scheduler is not None:
+                self.scheduler.step()
+            self._finish_epoch(epoch, result, evaluation)
+        return self._end("completed")
+
+    def _run_start_event(self) -> RunStart:
+        cfg = self.config
+        steps = len(self.train_loader)
+        if cfg.max_steps_per_epoch:
+            steps = min(steps, cfg.max_steps_per_epoch)
+        return RunStart(
+            run_dir=str(self.run_dir or ""), device=self.device,
+            device_name=device_display_name(self.device),
+            memory_total=memory_total(self.device), amp=self.amp,
+            class_names=tuple(self.scan.class_names), train_samples=len(self.scan.train),
+            val_samples=len(self.scan.val), epochs=cfg.epochs, start_epoch=self.start_epoch,
+            steps_per_epoch=steps, crops_per_sample=self.pipeline.crops_per_sample,
+            feature_cache=self.use_feature_cache, dataset_summary=self.scan.describe(),
+        )
+
+    def _cache_features(self) -> bool:
+        """Compute frozen-backbone features once; False if cancelled meanwhile."""
+        backbone = split_backbone_head(self.model)[0]
+        storage = self.device
+        started = time.perf_counter()
+        if self.config.train_transform_is_deterministic:
+            loader = unshuffled_loader(self.pipeline.train_loader)
+            self.cached_train = self._extract(backbone, loader, storage)
+            if self.cached_train is None:
+                return False
+        else:
+            self._say("info", "Standard crops are random every epoch, so only validation "
+                              "features are cached; choose five_crop or ten_crop to cache both.")
+        self.cached_val = self._extract(backbone, self.pipeline.val_loader, storage)
+        if self.cached_val is None:
+            return False
+        cached = len(self.cached_val) + (len(self.cached_train) if self.cached_train else 0)
+        self._say("info", f"Cached frozen-backbone features of {cached} images "
+                          f"({self.pipeline.crops_per_sample} crop(s) each) in "
+                          f"{time.perf_counter() - started:.1f} s; epochs now train the head only.")
+        return True
+
+    def _extract(self, backbone: nn.Module, loader: Any, storage: str) -> CachedFeatures | None:
+        return extract_features(backbone, loader, self.preparer, self.pipeline.crops_per_sample,
+                                self.ctx.autocast, self.control, storage)
+
+    def _train_epoch(self, epoch: int) -> EpochResult:
+        cfg = self.config
+        # Each epoch's randomness depends on (seed, epoch) only, so a resumed run matches.
+        torch.manual_seed(cfg.seed + epoch)
+        set_epoch(self.train_loader, epoch, cfg.seed)
+        set_train_mode(self.model, cfg.finetune)
+        if self.cached_train is not None:
+            order = epoch_order(len(self.cached_train), cfg.seed + epoch, self._sample_weights())
+            batches = feature_batches(self.cached_train, cfg.batch_size, self.device, order)
+            steps = math.ceil(len(self.cached_train) / cfg.batch_size)
+            return run_training_steps(self.ctx, batches, steps, self.head, _already_prepared)
+        batches = iter(self.train_loader)
+        return run_training_steps(self.ctx, batches, len(self.train_loader), self.train_model,
+                                  self.preparer)
+
+    def _sample_weights(self) -> torch.Tensor | None:
+        weights = getattr(self.pipeline.train_loader.sampler, "weights", None)
+        return weights if isinstance(weights, torch.Tensor) else None
+
+    def _evaluate(self) -> EvalResult:
+        self.model.eval()
+        if self.cached_val is not None:
+            batches = feature_batches(self.cached_val, self.config.batch_size, self.device)
+            forward, prepare = self.head, _already_prepared
+        else:
+            batches, forward, prepare = iter(self.pipeline.val_loader), self.model, self.preparer
+        return evaluate_batches(batches, forward, prepare, len(self.scan.class_names),
+                                self.pipeline.crops_per_sample, self.config.crop_strategy,
+                                self.ctx.autocast, self.control)
+
+    def _finish_epoch(self, epoch: int, result: EpochResult, evaluation: EvalResult) -> None:
+        number = epoch + 1
+        self.epochs_completed = number
+        accuracy = evaluation.accuracy if math.isfinite(evaluation.accuracy) else 0.0
+        is_best = accuracy > self.best_val_accuracy
+        if is_best:
+            self.best_val_accuracy, self.best_epoch = accuracy, number
+        if self.dist.is_main and self.run_dir is not None:
+            if is_best:
+                self._save_best_model(number, accuracy)
+            self._save_checkpoint(number)
+        self.dist.barrier()
+        self.events.on_epoch_end(EpochEnd(
+            epoch=number, epochs=self.config.epochs, train_loss=result.loss,
+            train_accuracy=result.accuracy, val_loss=evaluation.loss, val_accuracy=accuracy,
+            per_class_accuracy=evaluation.confusion.per_class_accuracy(),
+            confusion=evaluation.confusion.as_tuple(),
+            lr=float(self.optimizer.param_groups[0]["lr"]), epoch_seconds=result.seconds,
+            images_per_second=result.samples / result.seconds if result.seconds else 0.0,
+            is_best=is_best, best_epoch=self.best_epoch,
+            best_val_accuracy=self.best_val_accuracy, checkpoint_path=self.last_checkpoint_path,
+        ))
+        self._report_decode_failures()
+
+    def _save_best_model(self, epoch: int, accuracy: float) -> None:
+        path = self.run_dir / BEST_MODEL
+        atomic_torch_save({
+            "format": "workbench-model", "version": 1,
+            "model": _cpu_state(self.model), "class_names": list(self.scan.class_names),
+            "config": self.config.to_dict(), "epoch": epoch, "val_accuracy": accuracy,
+        }, path)
+        self.best_model_path = str(path)
+
+    def _save_checkpoint(self, epoch: int) -> None:
+        path = self.run_dir / LAST_CHECKPOINT
+        atomic_torch_save({
+            "format": "workbench-checkpoint", "version": 1,
+            "model": _cpu_state(self.model), "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
+            "scaler": self.scaler.state_dict() if self.amp else None,
+            "epoch": epoch, "best_val_accuracy": self.best_val_accuracy,
+            "best_epoch": self.best_epoch, "best_model": None, "rng": current_rng_state(),
+            "class_names": list(self.scan.class_names), "config": self.config.to_dict(),
+        }, path)
+        self.last_checkpoint_path = str(path)
+
+    def _report_decode_failures(self) -> None:
+        failures = self.pipeline.decode_failures()
+        if len(failures) <= self._decode_failures_reported:
+            return
+        new = failures[self._decode_failures_reported:]
+        self._decode_failures_reported = len(failures)
+        shown = "; ".join(f"{path} ({reason})" for path, reason in new[:3])
+        more = f" and {len(new) - 3} more" if len(new) > 3 else ""
+        self._say("warning", f"{len(new)} image(s) could not be decoded and were left out: "
+                             f"{shown}{more}")
+
+    def _end(self, status: str) -> RunEnd:
+        if status == "cancelled":
+            kept = (f"{self.last_checkpoint_path} holds epoch {self.epochs_completed}"
+                    if self.last_checkpoint_path else "no epoch had finished, so nothing was saved")
+            self._say("info", f"Stopped on request; {kept}.")
+        end = RunEnd(
+            status=status, epochs_completed=self.epochs_completed, best_epoch=self.best_epoch,
+            best_val_accuracy=max(self.best_val_accuracy, 0.0), run_dir=str(self.run_dir or ""),
+            best_model_path=self.best_model_path, last_checkpoint_path=self.last_checkpoint_path,
+            seconds=time.monotonic() - self.started,
+        )
+        self.ended = end
+        self.events.on_run_end(end)
+        return end
+
+    def _say(self, level: str, text: str) -> None:
+        self.events.on_message(Message(level, text))
+
+    def close(self) -> None:
+        """Stop loader workers and close files, however the run ended."""
+        for loader in (getattr(self, "train_loader", None),
+                       getattr(getattr(self, "pipeline", None), "train_loader", None),
+                       getattr(getattr(self, "pipeline", None), "val_loader", None)):
+            _shutdown_workers(loader)
+        if self._writer is not None:
+            self._writer.close()
+        self.dist.shutdown()
+
+
+def _already_prepared(inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return inputs, labels
+
+
+def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def _scan(config: TrainConfig) -> DatasetScan:
+    scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
+    if len(scan.class_names) < 2:
+        raise DatasetError(f"{config.data_root}: needs at least 2 class folders, "
+                           f"found {len(scan.class_names)}")
+    if not scan.train:
+        raise DatasetError(f"{config.data_root}: no training images found")
+    if not scan.val:
+        raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
+                           "more images per class for the automatic split")
+    return scan
+
+
+def _seed_everything(seed: int, deterministic: bool, device: str) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if deterministic:
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+    elif device.startswith("cuda"):
+        # Fixed input shapes: let cuDNN pick the fastest convolution once.
+        torch.backends.cudnn.benchmark = True
+
+
+def _shutdown_workers(loader: Any) -> None:
+    iterator = getattr(loader, "_iterator", None)
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if callable(shutdown):
+        shutdown()

@@ -166,10 +166,8 @@ def export_torchscript(
         inputs.pop("float")
         expected.pop("float")
     preprocessing = _preprocessing_info(config, mean, std, len(class_names), method)
-    extra = {
-        _CLASS_NAMES_FILE: json.dumps(list(class_names)),
-        _PREPROCESSING_FILE: json.dumps(preprocessing, indent=2),
-    }
+    extra = {_CLASS_NAMES_FILE: json.dumps(list(class_names)),
+             _PREPROCESSING_FILE: json.dumps(preprocessing, indent=2)}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -229,37 +227,33 @@ def _script_or_trace(wrapper: nn.Module, example: Tensor) -> tuple[Any, str, str
         try:
             return torch.jit.script(wrapper), "script", ""
         except Exception as script_exc:  # scripting fails on many kinds of Python; try tracing
-            note = (f"torch.jit.script failed ({type(script_exc).__name__}: "
-                    f"{str(script_exc).strip().splitlines()[0] if str(script_exc).strip() else ''})"
-                    "; the model was traced instead and accepts uint8 input only")
+            failed = f"torch.jit.script failed ({_first_line(script_exc)})"
             try:
                 with torch.no_grad():
-                    return torch.jit.trace(wrapper, example), "trace", note
+                    traced = torch.jit.trace(wrapper, example)
             except Exception as trace_exc:
-                raise ExportError(f"{note.split(';')[0]}, and tracing failed too "
-                                  f"({type(trace_exc).__name__}: {trace_exc})") from trace_exc
+                raise ExportError(f"{failed}, and tracing failed too ({_first_line(trace_exc)})"
+                                  ) from trace_exc
+            return traced, "trace", f"{failed}; traced instead, so it accepts uint8 input only"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _preprocessing_info(config: TrainConfig, mean: Sequence[float], std: Sequence[float],
                         num_classes: int, method: str) -> dict[str, Any]:
     return {
-        "format": EXPORT_FORMAT,
-        "version": EXPORT_VERSION,
-        "model": config.model,
-        "num_classes": num_classes,
-        "in_channels": config.in_channels,
-        "resize_size": config.resize_size,
-        "crop_size": config.crop_size,
-        "crop_mode": config.crop_mode,
-        "input_layout": "NCHW",
+        "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
+        "model": config.model, "num_classes": num_classes, "in_channels": config.in_channels,
+        "resize_size": config.resize_size, "crop_size": config.crop_size,
+        "crop_mode": config.crop_mode, "input_layout": "NCHW",
         "input_dtypes": ["uint8", "float32"] if method == "script" else ["uint8"],
         "input_range": {"uint8": [0, 255], "float32": [0.0, 1.0]},
-        "mean": list(mean),
-        "std": list(std),
-        "normalization": "applied inside the module",
+        "mean": list(mean), "std": list(std), "normalization": "applied inside the module",
         "export_method": method,
-        "workbench_version": workbench.__version__,
-        "torch_version": torch.__version__,
+        "workbench_version": workbench.__version__, "torch_version": torch.__version__,
     }
 
 
@@ -328,8 +322,8 @@ def load_exported(path: str | Path) -> ExportedModel:
         with _quiet_jit_deprecation():
             module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
     except Exception as exc:  # torch.jit.load raises RuntimeError, ValueError, KeyError, ...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExportError(f"'{path}' is not a TorchScript file or is damaged ({first})") from exc
+        raise ExportError(f"'{path}' is not a TorchScript file or is damaged "
+                          f"({_first_line(exc)})") from exc
     if not extra[_PREPROCESSING_FILE] or not extra[_CLASS_NAMES_FILE]:
         raise ExportError(f"'{path}' is TorchScript but not a workbench export "
                           f"(it has no {_PREPROCESSING_FILE} / {_CLASS_NAMES_FILE})")

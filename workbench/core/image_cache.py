@@ -105,7 +105,7 @@ def decode_pil_image(image: Image.Image, resize_size: int, grayscale: bool = Fal
         image = image.resize(target, Image.Resampling.BILINEAR, reducing_gap=_REDUCING_GAP)
     array = np.asarray(image, dtype=np.uint8)
     if array.ndim == 2:
-        return np.ascontiguousarray(array[None])
+        return array[None].copy()  # asarray of a Pillow image is read-only
     return np.ascontiguousarray(array.transpose(2, 0, 1))
 
 

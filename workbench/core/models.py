@@ -7,6 +7,7 @@ feature cache and weight files all speak of the same layer.
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +29,8 @@ Report = Callable[[str, str], None]
 _WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 _WORKBENCH_FORMATS = ("workbench-checkpoint", "workbench-model")
 _LIST_LIMIT = 8
+# How torch's weights_only unpickler names a class it refused to import.
+_REFUSED_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
 
 
 class WeightsError(Exception):
@@ -173,9 +176,10 @@ def load_failure_reason(exc: BaseException) -> str:
         return "the file does not exist"
     if isinstance(exc, IsADirectoryError):
         return "it is a folder, not a file"
-    if isinstance(exc, pickle.UnpicklingError) and "Weights only load failed" in str(exc):
-        return ("it holds Python objects other than tensors and plain data, and workbench only "
-                "loads files safely (weights_only=True)")
+    unsafe = _REFUSED_GLOBAL.search(str(exc)) if isinstance(exc, pickle.UnpicklingError) else None
+    if unsafe:
+        return (f"it holds Python objects ({unsafe.group(1)}) besides tensors and plain data, "
+                "and workbench only loads files safely (weights_only=True)")
     if isinstance(exc, EOFError):
         return "the file is empty or ends early"
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -252,9 +256,9 @@ def _match_state_dict(
             head_skipped.append(key)
         else:
             misshaped.append(f"{key} (file {tuple(value.shape)}, model {tuple(own[key].shape)})")
-    if not usable:
+    if not any(not key.startswith("fc.") for key in usable):
         raise WeightsError(
-            f"weights file '{path}' matches no layer of this {type(model).__name__} "
+            f"weights file '{path}' matches no layer of this {type(model).__name__} backbone "
             f"(its {len(state)} tensors start with {_short_list(list(state))}); "
             "was it saved from a different model?"
         )

@@ -39,12 +39,8 @@ class ExportJob(QRunnable):
             from workbench.core.export import ExportError, export_model_file
 
             try:
-                from workbench.core.checkpoints import CheckpointError
-            except ImportError:
-                CheckpointError = ExportError  # noqa: N806 - same role where it does not exist
-            try:
                 result = export_model_file(self.model_file, self.out_path)
-            except (ExportError, CheckpointError) as exc:
+            except ExportError as exc:
                 self.signals.errored.emit(str(exc))
             else:
                 self.signals.exported.emit(result)

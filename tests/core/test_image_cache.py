@@ -1,0 +1,192 @@
+"""load_image_uint8 on real files: resize, draft decoding, orientation, the disk cache, errors."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, JpegImagePlugin
+
+from workbench.core import image_cache
+from workbench.core.image_cache import (
+    ImageDecodeError,
+    cache_path,
+    default_cache_dir,
+    load_image_uint8,
+    read_image_size,
+)
+from workbench.core.synthetic_images import draw_shape_image
+
+
+def _photo(path: Path, size: tuple[int, int], seed: int = 0, **save: object) -> Path:
+    draw_shape_image("circle", size, random.Random(seed)).save(path, **save)
+    return path
+
+
+def _reference(path: Path, target: tuple[int, int], mode: str = "RGB") -> np.ndarray:
+    """Full decode + Pillow bilinear resize, as [C,H,W]."""
+    with Image.open(path) as image:
+        array = np.asarray(image.convert(mode).resize(target, Image.Resampling.BILINEAR))
+    return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
+
+
+def test_png_resized_on_shorter_side_matches_pillow(tmp_path: Path) -> None:
+    path = _photo(tmp_path / "wide.png", (64, 48))
+    image = load_image_uint8(str(path), 32)
+    assert image.dtype == torch.uint8 and image.is_contiguous()
+    assert tuple(image.shape) == (3, 32, 42)  # int(32 * 64 / 48)
+    assert np.array_equal(image.numpy(), _reference(path, (42, 32)))
+
+    gray = load_image_uint8(str(path), 32, grayscale=True)
+    assert tuple(gray.shape) == (1, 32, 42)
+    assert np.array_equal(gray.numpy(), _reference(path, (42, 32), "L"))
+
+
+def test_tall_and_alpha_and_palette_images_become_rgb(tmp_path: Path) -> None:
+    tall = _photo(tmp_path / "tall.png", (30, 50))
+    assert tuple(load_image_uint8(str(tall), 20).shape) == (3, 33, 20)
+    Image.new("RGBA", (40, 40), (10, 20, 30, 0)).save(tmp_path / "alpha.png")
+    Image.new("P", (40, 40), 7).save(tmp_path / "palette.png")
+    for name in ("alpha.png", "palette.png"):
+        assert tuple(load_image_uint8(str(tmp_path / name), 16).shape) == (3, 16, 16)
+
+
+def test_large_jpeg_is_draft_decoded_close_to_full_decode(tmp_path: Path, monkeypatch) -> None:
+    path = _photo(tmp_path / "photo.jpg", (800, 600), quality=90)
+    scales: list[int] = []
+    original_draft = JpegImagePlugin.JpegImageFile.draft
+
+    def spy(self, mode, size):
+        result = original_draft(self, mode, size)
+        scales.append(self.decoderconfig[0])
+        return result
+
+    monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "draft", spy)
+    image = load_image_uint8(str(path), 64)
+
+    assert scales == [8]  # 800x600 -> decoded at 100x75, never below the 85x64 target
+    assert tuple(image.shape) == (3, 64, 85)
+    difference = np.abs(image.numpy().astype(int) - _reference(path, (85, 64)).astype(int))
+    assert difference.mean() < 3.0
+
+
+def test_exif_orientation_is_applied(tmp_path: Path) -> None:
+    base = Image.new("RGB", (60, 40), (255, 0, 0))
+    base.paste((0, 0, 255), (0, 0, 30, 40))  # left half blue
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored sideways, displayed rotated 90 degrees clockwise
+    path = tmp_path / "rotated.jpg"
+    base.save(path, exif=exif, quality=95)
+
+    image = load_image_uint8(str(path), 40)
+
+    assert tuple(image.shape) == (3, 60, 40)
+    assert read_image_size(str(path)) == (40, 60)
+    top, bottom = image[:, 5, 20].tolist(), image[:, 55, 20].tolist()
+    assert top[2] > 200 and top[0] < 60  # the blue half is on top after rotation
+    assert bottom[0] > 200 and bottom[2] < 60
+
+
+def test_cache_is_written_then_reused_without_decoding(tmp_path: Path, monkeypatch) -> None:
+    path = _photo(tmp_path / "a.png", (64, 48))
+    cache = tmp_path / "cache"
+    first = load_image_uint8(str(path), 32, cache_dir=str(cache))
+    stored = cache_path(str(path), 32, False, cache)
+    assert stored.is_file() and np.array_equal(np.load(stored), first.numpy())
+    assert cache_path(str(path), 32, True, cache) != stored
+    assert cache_path(str(path), 24, False, cache) != stored
+
+    def no_decoding(*args):
+        raise AssertionError("a cached image was decoded again")
+
+    monkeypatch.setattr(image_cache, "_decode", no_decoding)
+    again = load_image_uint8(str(path), 32, cache_dir=str(cache))
+    assert torch.equal(first, again)
+
+
+def test_edited_source_is_decoded_afresh(tmp_path: Path) -> None:
+    path = _photo(tmp_path / "a.png", (64, 48), seed=1)
+    cache = str(tmp_path / "cache")
+    before = load_image_uint8(str(path), 32, cache_dir=cache)
+    _photo(path, (64, 48), seed=2)
+    os.utime(path, ns=(10**18, 10**18))
+    after = load_image_uint8(str(path), 32, cache_dir=cache)
+    assert not torch.equal(before, after)
+    assert np.array_equal(after.numpy(), _reference(path, (42, 32)))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda file: file.write_bytes(b"garbage, not numpy"),
+        lambda file: file.write_bytes(file.read_bytes()[:100]),
+        lambda file: np.save(file, np.zeros((3, 10, 10), np.uint8)),  # wrong size
+        lambda file: np.save(file, np.zeros((3, 32, 42), np.float32)),  # wrong dtype
+    ],
+)
+def test_corrupted_cache_file_is_ignored_and_rewritten(tmp_path: Path, damage) -> None:
+    path = _photo(tmp_path / "a.png", (64, 48))
+    cache = tmp_path / "cache"
+    expected = load_image_uint8(str(path), 32, cache_dir=str(cache))
+    stored = cache_path(str(path), 32, False, cache)
+    damage(stored)
+
+    assert torch.equal(load_image_uint8(str(path), 32, cache_dir=str(cache)), expected)
+    assert np.array_equal(np.load(stored), expected.numpy())
+
+
+def test_cached_load_is_a_plain_file_read(tmp_path: Path) -> None:
+    path = _photo(tmp_path / "big.png", (1365, 1024))
+    cache = str(tmp_path / "cache")
+    started = time.perf_counter()
+    first = load_image_uint8(str(path), 256, cache_dir=cache)
+    cold = time.perf_counter() - started
+    assert tuple(first.shape) == (3, 256, 341)
+    timings = []
+    for _ in range(20):
+        started = time.perf_counter()
+        load_image_uint8(str(path), 256, cache_dir=cache)
+        timings.append(time.perf_counter() - started)
+    cached = sorted(timings)[len(timings) // 2]
+    assert cached < 0.005
+    assert cached < cold / 4
+
+
+@pytest.mark.parametrize(
+    ("write", "reason"),
+    [
+        (lambda p: p.write_bytes(b"definitely not an image"), "not an image Pillow can identify"),
+        (lambda p: p.write_bytes(_jpeg_bytes()[:600]), "cannot decode image"),
+        (lambda p: None, "cannot open file"),
+    ],
+)
+def test_undecodable_file_raises_with_path_and_reason(tmp_path: Path, write, reason) -> None:
+    path = tmp_path / "bad.jpg"
+    write(path)
+    with pytest.raises(ImageDecodeError) as error:
+        load_image_uint8(str(path), 32, cache_dir=str(tmp_path / "cache"))
+    assert error.value.path == str(path)
+    assert reason in error.value.reason
+    assert str(path) in str(error.value)
+
+
+def _jpeg_bytes() -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    draw_shape_image("square", (64, 48), random.Random(0)).save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
+def test_default_cache_dir_honours_environment(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("WORKBENCH_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if os.name != "nt":
+        assert default_cache_dir() == tmp_path / "xdg" / "workbench" / "images"

@@ -1,0 +1,7 @@
+"""``python -m workbench`` is the ``workbench`` command (torchrun uses this form)."""
+
+import sys
+
+from workbench.cli import main
+
+sys.exit(main())

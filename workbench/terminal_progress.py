@@ -1,0 +1,92 @@
+"""Engine events on a terminal: a progress bar per epoch and one summary line per epoch."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import TextIO
+
+from workbench.core.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+
+GIB = 1024**3
+
+
+def _format_bytes(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / GIB:.2f} GiB"
+
+
+class TerminalProgress(Callback):
+    """Redraws one status line in place on a terminal; prints plain lines to a pipe or file."""
+
+    def __init__(self, stream: TextIO | None = None, min_interval_s: float = 0.2) -> None:
+        self.stream = stream or sys.stderr
+        self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.min_interval_s = min_interval_s
+        self._last_draw = 0.0
+        self._last_percent = -1
+        self._line_open = False
+
+    def _print(self, text: str) -> None:
+        if self._line_open:
+            self.stream.write("\n")
+            self._line_open = False
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def on_run_start(self, event: RunStart) -> None:
+        memory = f", {_format_bytes(event.memory_total)}" if event.memory_total else ""
+        self._print(f"device: {event.device} ({event.device_name}{memory}), "
+                    f"amp {'on' if event.amp else 'off'}")
+        self._print(f"data: {event.dataset_summary}")
+        cache = ", frozen-backbone features cached" if event.feature_cache else ""
+        self._print(f"run folder: {event.run_dir}; {event.steps_per_epoch} steps/epoch, "
+                    f"{event.crops_per_sample} crop(s) per image{cache}")
+
+    def on_step(self, event: StepStats) -> None:
+        percent = int(100 * event.step / max(event.steps_in_epoch, 1))
+        now = time.monotonic()
+        if self.interactive:
+            if now - self._last_draw < self.min_interval_s and event.step < event.steps_in_epoch:
+                return
+            self._last_draw = now
+            bar = "#" * (percent // 5) + "." * (20 - percent // 5)
+            self.stream.write(
+                f"\repoch {event.epoch} [{bar}] {event.step}/{event.steps_in_epoch} "
+                f"loss {event.loss_smoothed:.4f} acc {event.accuracy_smoothed:.3f} "
+                f"{event.images_per_second:.0f} img/s, waiting for data "
+                f"{100 * event.data_wait_fraction:.0f}%   "
+            )
+            self.stream.flush()
+            self._line_open = True
+        elif percent // 25 != self._last_percent // 25 or event.step == 1:
+            self._last_percent = percent
+            self._print(f"epoch {event.epoch} step {event.step}/{event.steps_in_epoch} "
+                        f"loss {event.loss_smoothed:.4f} {event.images_per_second:.0f} img/s")
+
+    def on_epoch_end(self, event: EpochEnd) -> None:
+        best = " (best)" if event.is_best else ""
+        self._print(
+            f"epoch {event.epoch}/{event.epochs}: train loss {event.train_loss:.4f} "
+            f"acc {event.train_accuracy:.3f} | val loss {_num(event.val_loss)} "
+            f"acc {event.val_accuracy:.3f}{best} | {event.epoch_seconds:.1f} s, "
+            f"{event.images_per_second:.0f} img/s"
+        )
+
+    def on_message(self, event: Message) -> None:
+        prefix = "" if event.level == "info" else f"{event.level}: "
+        self._print(prefix + event.text)
+
+    def on_run_end(self, event: RunEnd) -> None:
+        self._print(
+            f"run {event.status} after {event.epochs_completed} epoch(s) in {event.seconds:.1f} s; "
+            f"best val accuracy {event.best_val_accuracy:.3f} (epoch {event.best_epoch})"
+        )
+        if event.best_model_path:
+            self._print(f"best model: {event.best_model_path}")
+        if event.last_checkpoint_path:
+            self._print(f"last checkpoint: {event.last_checkpoint_path}")
+
+
+def _num(value: float) -> str:
+    return f"{value:.4f}" if math.isfinite(value) else "n/a"

@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     train = sub.add_parser("train", help="train a model from a config file and/or flags")
-    train.add_argument("--config", help="a TrainConfig JSON file (e.g. a run's config.json)")
+    train.add_argument("--config",
+                       help="a TrainConfig JSON file, a run's config.json or its run folder")
     train.add_argument("--save-config", help="write the final config to this file and exit")
     train.add_argument("--export", action="store_true",
                        help="export the best model to TorchScript when training completes")
@@ -117,26 +118,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return config.replace(**overrides)
 
 
-def _load_config_file_or_run(path: str) -> TrainConfig:
-    from workbench.core.runs import CONFIG_FILE, read_run_config
-
-    candidate = Path(path)
-    if candidate.is_dir() and (candidate / CONFIG_FILE).is_file():
-        return read_run_config(candidate)
-    return TrainConfig.load(candidate)
-
-
 def _cmd_train(args: argparse.Namespace) -> int:
-    if args.config:
-        args.config = str(args.config)
-        base = _load_config_file_or_run(args.config)
-        args.config = None
-        config = config_from_args(args)
-        overrides = {k: v for k, v in dataclasses.asdict(config).items()
-                     if getattr(args, k, None) is not None}
-        config = base.replace(**overrides)
-    else:
-        config = config_from_args(args)
+    config = config_from_args(args)
     if args.save_config:
         config.save(args.save_config)
         print(f"config written to {args.save_config}")

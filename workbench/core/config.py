@@ -104,6 +104,8 @@ class TrainConfig:
         """Build a config from a mapping; unknown keys and wrong types are named in the error."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        if isinstance(data.get("config"), dict) and "environment" in data:
+            data = data["config"]  # a run folder's config.json: the config plus its context
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
@@ -125,7 +127,10 @@ class TrainConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TrainConfig:
+        """Read a config file, a run's config.json, or the config.json inside a run folder."""
         path = Path(path)
+        if path.is_dir():
+            path = path / "config.json"
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:

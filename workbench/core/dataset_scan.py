@@ -166,25 +166,33 @@ def scan_dataset(
             f"{os.path.join(root_str, 'val')}/<class>/ or choose {os.path.join(root_str, 'train')}"
             " to split it automatically"
         )
+    return _scan_flat(root_str, subfolders, loose_files, val_fraction, seed, verify, skipped)
+
+
+def _scan_flat(
+    root: str, subfolders: list[str], loose_files: list[str], val_fraction: float, seed: int,
+    verify: bool, skipped: list[SkippedFile],
+) -> DatasetScan:
     if not 0.0 < val_fraction < 1.0:
-        raise DatasetError(f"{root_str}: val_fraction must be between 0 and 1 (got {val_fraction})")
-    for name in loose_files:
-        if _is_image_name(name):
-            path = os.path.join(root_str, name)
-            skipped.append(SkippedFile(path, "image outside any class folder"))
-    class_names = _class_names(root_str, subfolders)
+        raise DatasetError(f"{root}: val_fraction must be between 0 and 1 (got {val_fraction})")
+    skipped.extend(
+        SkippedFile(os.path.join(root, name), "image outside any class folder")
+        for name in loose_files
+        if _is_image_name(name)
+    )
+    class_names = _class_names(root, subfolders)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     train: list[tuple[str, int]] = []
     val: list[tuple[str, int]] = []
     for name in class_names:
-        folder = os.path.join(root_str, name)
+        folder = os.path.join(root, name)
         files = _collect_class(folder, verify, skipped)
         if not files:
             raise DatasetError(_no_images_message(folder, skipped))
         class_train, class_val = _split_class(files, val_fraction, f"{seed}:{name}")
         train.extend((path, class_to_idx[name]) for path in class_train)
         val.extend((path, class_to_idx[name]) for path in class_val)
-    return DatasetScan(root_str, "flat", class_names, class_to_idx, train, val, skipped, [],
+    return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, [],
                        val_fraction, seed)
 
 

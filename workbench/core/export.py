@@ -43,8 +43,9 @@ _PREDICT_CHUNK = 16
 
 # Runs in a fresh interpreter: proves the file loads and computes the same logits with torch alone.
 _FRESH_PROCESS_CHECK = """
-import json, sys
+import json, sys, warnings
 import torch
+warnings.filterwarnings("ignore", message=r"`torch\\.jit\\.\\w+` is deprecated")
 module = torch.jit.load(sys.argv[1], map_location="cpu").eval()
 batch = torch.load(sys.argv[2], map_location="cpu", weights_only=True)
 diff = 0.0
@@ -168,10 +169,7 @@ def export_torchscript(
     preprocessing = _preprocessing_info(config, mean, std, len(class_names), method)
     extra = {_CLASS_NAMES_FILE: json.dumps(list(class_names)),
              _PREPROCESSING_FILE: json.dumps(preprocessing, indent=2)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    temp = Path(temp_name)
+    temp = _temp_file_beside(path)
     try:
         _save_synced(scripted, temp, extra)
         diff = _reload_diff(temp, inputs, expected, list(class_names))
@@ -257,11 +255,24 @@ def _preprocessing_info(config: TrainConfig, mean: Sequence[float], std: Sequenc
     }
 
 
+def _temp_file_beside(path: Path) -> Path:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ExportError(f"cannot write '{path}': {exc.strerror or exc}") from exc
+    os.close(fd)
+    return Path(name)
+
+
 def _save_synced(module: Any, path: Path, extra: dict[str, str]) -> None:
-    with _quiet_jit_deprecation():
-        torch.jit.save(module, str(path), _extra_files=extra)
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
+    try:
+        with _quiet_jit_deprecation():
+            torch.jit.save(module, str(path), _extra_files=extra)
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+    except (OSError, RuntimeError) as exc:  # torch reports a full disk as RuntimeError
+        raise ExportError(f"cannot write the export next to '{path}': {exc}") from exc
 
 
 def _reload_diff(path: Path, inputs: Mapping[str, Tensor], expected: Mapping[str, Tensor],
@@ -334,9 +345,10 @@ def load_exported(path: str | Path) -> ExportedModel:
         raise ExportError(f"'{path}' has unreadable export metadata ({exc})") from exc
     if not isinstance(preprocessing, dict) or preprocessing.get("format") != EXPORT_FORMAT:
         raise ExportError(f"'{path}' is TorchScript but not a workbench export")
-    if int(preprocessing.get("version", 0)) > EXPORT_VERSION:
+    version = preprocessing.get("version")
+    if not isinstance(version, int) or version > EXPORT_VERSION:
         raise ExportError(f"'{path}' was exported by a newer workbench (format version "
-                          f"{preprocessing['version']}); update workbench to load it")
+                          f"{version!r}); update workbench to load it")
     return ExportedModel(module=module.eval(), class_names=list(class_names),
                          preprocessing=preprocessing)
 

@@ -100,6 +100,8 @@ def build_model(config: TrainConfig, num_classes: int, report: Report | None = N
         model = SmallCNN(num_classes, in_channels=config.in_channels)
         if config.weights == "file":
             load_weights_file(model, config.weights_file, report)
+        elif config.weights != "none":
+            raise ValueError(f"unknown weights '{config.weights}'")
     else:
         raise ValueError(f"unknown model '{config.model}'")
     apply_finetune_mode(model, config.finetune)
@@ -140,7 +142,11 @@ def imagenet_weights_path() -> Path:
 
 
 def _imagenet_state_dict(report: Report) -> dict[str, Tensor]:
-    """The ImageNet state dict from the hub cache, downloading it once when it is not there."""
+    """The ImageNet state dict from the hub cache, downloading it once when it is not there.
+
+    ``resnet18(weights=...)`` would fetch the same file, but it prints to stdout and loads it
+    with ``weights_only=False``; this uses the same URL and cache file and loads it safely.
+    """
     url = _imagenet_weights().url
     path = imagenet_weights_path()
     if not path.is_file():
@@ -189,6 +195,9 @@ def load_failure_reason(exc: BaseException) -> str:
 
 def load_weights_file(model: nn.Module, weights_file: str | Path, report: Report) -> None:
     """Load a state dict (or a workbench checkpoint/model file) into ``model``.
+
+    Accepts a plain state dict, a dict holding one under "model" or "state_dict", or a
+    workbench file (a training checkpoint gives its "best_model" when it has one).
 
     The head keeps its size: a file whose ``fc`` has another number of outputs has those keys
     skipped and reported. Other missing, unexpected or mis-shaped keys are reported as warnings.

@@ -9,6 +9,11 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
+from workbench.gui.none_refcount_guard import guard_none_refcount
+
+# pyqtgraph's paint path hands None and True back to C++; see none_refcount_guard.
+guard_none_refcount()
+
 TRAIN_COLOUR = "#3b82c4"
 VAL_COLOUR = "#e69b3a"
 BAR_HEIGHT = 0.38

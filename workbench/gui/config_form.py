@@ -58,13 +58,13 @@ def _make_bindings() -> dict[str, Binding]:
         IntBinding("batch_size"),
         ComboBinding("optimizer", cfg.OPTIMIZERS),
         FloatBinding("lr", scientific=True),
-        FloatBinding("momentum", decimals=4, step=0.05),
+        FloatBinding("momentum", decimals=6, step=0.05),
         FloatBinding("weight_decay", scientific=True),
         ComboBinding("scheduler", cfg.SCHEDULERS),
         IntBinding("lr_step_size"),
-        FloatBinding("lr_gamma", decimals=4, step=0.05),
+        FloatBinding("lr_gamma", decimals=6, step=0.05),
         ComboBinding("imbalance", cfg.IMBALANCE_OPTIONS),
-        FloatBinding("val_fraction", decimals=3, step=0.05),
+        FloatBinding("val_fraction", decimals=6, step=0.05),
         IntBinding("workers"),
         CheckBinding("amp", "Mixed precision (AMP, CUDA only)"),
         CheckBinding("channels_last", "channels_last memory format (CUDA only)"),
@@ -110,14 +110,17 @@ class ConfigForm(QWidget):
 
     # ------------------------------------------------------------------ public API
     def config(self) -> TrainConfig:
-        """The config the form shows."""
-        return self._config
+        """The config the widgets show (read back from them), with the fields not shown."""
+        return self._config.replace(
+            **{name: binding.value() for name, binding in self._bindings.items()}
+        )
 
     def set_config(self, config: TrainConfig) -> None:
         """Show ``config`` in every field and emit ``config_changed`` once."""
-        self._config = config
         for name, binding in self._bindings.items():
             binding.set_value(getattr(config, name))
+        self._config = config
+        self._config = self.config()  # what the widgets can show is what the form edits
         self._update_problems()
         self._update_enabled_fields()
         self.config_changed.emit(self._config)

@@ -64,6 +64,14 @@ class ScientificSpinBox(QDoubleSpinBox):
         self.setValue(value * 10.0**steps if value > 0 else 10.0 ** min(steps, 0) * 1e-3)
 
 
+class CompactDoubleSpinBox(QDoubleSpinBox):
+    """A plain float editor that shows 0.9, not 0.900000, while keeping six decimals."""
+
+    def textFromValue(self, value: float) -> str:  # noqa: N802 - Qt override
+        text = f"{value:.{self.decimals()}f}".rstrip("0").rstrip(".")
+        return text if text not in ("", "-", "-0") else "0"
+
+
 class Binding(QObject):
     """One TrainConfig field shown in one widget."""
 
@@ -137,7 +145,7 @@ class FloatBinding(Binding):
         if scientific:
             spin: QDoubleSpinBox = ScientificSpinBox(parent)
         else:
-            spin = QDoubleSpinBox(parent)
+            spin = CompactDoubleSpinBox(parent)
             spin.setDecimals(decimals)
             spin.setRange(-1e6, 1e6)
             spin.setSingleStep(step)

@@ -16,7 +16,20 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QDeadlineTimer, QObject, QRunnable, QThreadPool, Signal, Slot
+from PySide6.QtCore import (
+    QCoreApplication,
+    QDeadlineTimer,
+    QObject,
+    QRunnable,
+    QThreadPool,
+    Signal,
+    Slot,
+)
+
+from workbench.gui.none_refcount_guard import guard_none_refcount
+
+# Every submission passes True to setAutoDelete and returns None from run(); see the guard.
+guard_none_refcount()
 
 
 class TaskSignals(QObject):
@@ -28,6 +41,8 @@ class TaskSignals(QObject):
     """The function raised: ``(request_id, message)``."""
     finished = Signal(int)
     """The task is over, whether it succeeded, failed or was skipped as stale."""
+    _released = Signal()
+    """Emitted last; its queued delivery deletes this object on the GUI thread."""
 
 
 def error_message(exc: BaseException) -> str:
@@ -58,7 +73,12 @@ class FunctionTask(QRunnable):
     ) -> None:
         super().__init__()
         self.request_id = request_id
-        self.signals = TaskSignals()
+        # Owned by the application object, not by Python: the pool thread drops this task (and
+        # its Python references) whenever it likes, while the signals object must outlive the
+        # delivery of its queued signals and be deleted on its own thread. It deletes itself
+        # when ``_released``, emitted after everything else, reaches the GUI thread.
+        self.signals = TaskSignals(QCoreApplication.instance())
+        self.signals._released.connect(self.signals.deleteLater)
         self._fn = fn
         self._args = args
         self._is_stale = is_stale
@@ -79,6 +99,7 @@ class FunctionTask(QRunnable):
             self.signals.finished.emit(self.request_id)
             if self._on_done is not None:
                 self._on_done()
+            self.signals._released.emit()
 
 
 class LatestRequestRunner(QObject):
@@ -106,9 +127,6 @@ class LatestRequestRunner(QObject):
         self._pool = pool if pool is not None else QThreadPool.globalInstance()
         self._priority = priority
         self._latest_id = 0
-        # Signals objects of tasks whose outcome has not reached the GUI thread yet; holding
-        # them here keeps them alive until then, and lets them die on the GUI thread.
-        self._pending: dict[int, TaskSignals] = {}
         self._active = 0
         self._active_changed = threading.Condition()
 
@@ -128,8 +146,6 @@ class LatestRequestRunner(QObject):
         task = FunctionTask(request_id, fn, args, self.is_stale, self._task_done)
         task.signals.succeeded.connect(self._on_task_succeeded)
         task.signals.failed.connect(self._on_task_failed)
-        task.signals.finished.connect(self._on_task_finished)
-        self._pending[request_id] = task.signals
         with self._active_changed:
             self._active += 1
         self._pool.start(task, self._priority)
@@ -172,9 +188,3 @@ class LatestRequestRunner(QObject):
     def _on_task_failed(self, request_id: int, message: str) -> None:
         if not self.is_stale(request_id):
             self.failed.emit(message)
-
-    @Slot(int)
-    def _on_task_finished(self, request_id: int) -> None:
-        signals = self._pending.pop(request_id, None)
-        if signals is not None:
-            signals.deleteLater()

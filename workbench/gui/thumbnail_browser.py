@@ -31,7 +31,11 @@ from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QListView, QWidget
 
 from workbench.gui.image_conversion import numpy_to_qimage
-from workbench.gui.pool_tasks import FunctionTask, TaskSignals
+from workbench.gui.none_refcount_guard import guard_none_refcount
+from workbench.gui.pool_tasks import FunctionTask
+
+# data() returns None for every role it does not handle; see none_refcount_guard.
+guard_none_refcount()
 
 THUMBNAIL_SIZE = 112
 CACHE_SIZE = 2000
@@ -102,8 +106,8 @@ class ThumbnailModel(QAbstractListModel):
         self._cache: OrderedDict[str, QPixmap] = OrderedDict()
         self._queued: deque[tuple[int, str]] = deque()
         self._queued_paths: set[str] = set()
-        # request id -> (row, path, signals); the signals object is kept until its result is in.
-        self._in_flight: dict[int, tuple[int, str, TaskSignals]] = {}
+        # request id -> (row, path) of the decodes handed to the pool
+        self._in_flight: dict[int, tuple[int, str]] = {}
         self._in_flight_paths: set[str] = set()
         self._last_request_id = 0
         self._loading = _placeholder(thumbnail_size, broken=False)
@@ -178,7 +182,8 @@ class ThumbnailModel(QAbstractListModel):
             task = FunctionTask(self._last_request_id, decode_thumbnail, (path, self._size))
             task.signals.succeeded.connect(self._on_decode_succeeded)
             task.signals.failed.connect(self._on_decode_failed)
-            self._in_flight[self._last_request_id] = (row, path, task.signals)
+            task.signals.finished.connect(self._on_decode_finished)
+            self._in_flight[self._last_request_id] = (row, path)
             self._in_flight_paths.add(path)
             self._pool.start(task, THUMBNAIL_PRIORITY)
             self.decode_requested.emit(row)
@@ -191,11 +196,15 @@ class ThumbnailModel(QAbstractListModel):
     def _on_decode_failed(self, request_id: int, _message: str) -> None:
         self._store(request_id, self._broken)
 
+    @Slot(int)
+    def _on_decode_finished(self, request_id: int) -> None:
+        _, path = self._in_flight.pop(request_id)
+        self._in_flight_paths.discard(path)
+        self._start_queued()
+
     def _store(self, request_id: int, pixmap: QPixmap) -> None:
         """GUI thread: cache the pixmap, repaint the row if it still shows this file."""
-        row, path, signals = self._in_flight.pop(request_id)
-        self._in_flight_paths.discard(path)
-        signals.deleteLater()
+        row, path = self._in_flight[request_id]
         self._cache[path] = pixmap
         self._cache.move_to_end(path)
         while len(self._cache) > self._cache_size:
@@ -204,7 +213,6 @@ class ThumbnailModel(QAbstractListModel):
             index = self.index(row)
             self.dataChanged.emit(index, index, [Qt.ItemDataRole.DecorationRole])
             self.thumbnail_ready.emit(row)
-        self._start_queued()
 
 
 class ThumbnailBrowser(QListView):

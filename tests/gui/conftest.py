@@ -1,0 +1,130 @@
+"""GUI test fixtures: no thread outlives its test, errors fail tests, settings stay in tmp_path.
+
+``no_dangling_qthreads`` follows napari's ``_dangling_qthreads``: every ``QThread.start`` during
+a test is recorded, and a thread still running when the test ends fails it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThreadPool, Slot
+
+from workbench.core.config import TrainConfig
+from workbench.core.synthetic_images import write_shape_dataset
+
+THREAD_GRACE_S = 2.0
+POOL_WAIT_MS = 60_000
+
+
+@pytest.fixture(autouse=True)
+def no_dangling_qthreads(qapp, monkeypatch) -> Iterator[list[QThread]]:
+    """Fail a test that leaves a QThread running; yields the threads started during the test."""
+    started: list[QThread] = []
+    original_start = QThread.start
+
+    def recording_start(self: QThread, *args: object) -> None:
+        started.append(self)
+        original_start(self, *args)
+
+    monkeypatch.setattr(QThread, "start", recording_start)
+    yield started
+    running = _wait_for_threads(started, THREAD_GRACE_S)
+    if running:
+        # Let them end before failing, so the process is not aborted by a destroyed thread.
+        _wait_for_threads(started, 120.0)
+        pytest.fail(f"test left {len(running)} QThread(s) running: {running}")
+
+
+def _wait_for_threads(threads: list[QThread], seconds: float) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while True:
+        running = [t.objectName() or repr(t) for t in threads
+                   if shiboken6.isValid(t) and t.isRunning()]
+        if not running or time.monotonic() > deadline:
+            return running
+        QCoreApplication.processEvents()
+        time.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
+def drained_thread_pool(qapp) -> Iterator[None]:
+    """Every test leaves the global pool idle (scans, previews, exports, device detection)."""
+    yield
+    assert QThreadPool.globalInstance().waitForDone(POOL_WAIT_MS), "pool jobs still running"
+    QCoreApplication.processEvents()
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(qapp, tmp_path: Path) -> Iterator[Path]:
+    """QSettings of this test live in tmp_path under a unique organisation, never the user's."""
+    folder = tmp_path / "qsettings"
+    previous = (QCoreApplication.organizationName(), QCoreApplication.applicationName(),
+                QSettings.defaultFormat())
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    QCoreApplication.setOrganizationName(f"workbench-test-{uuid.uuid4().hex[:8]}")
+    QCoreApplication.setApplicationName("workbench-test")
+    yield folder
+    QCoreApplication.setOrganizationName(previous[0])
+    QCoreApplication.setApplicationName(previous[1])
+    QSettings.setDefaultFormat(previous[2])
+
+
+class _ErrorCollector(QObject):
+    """Lives in the UI thread, so ``errored`` from a worker thread is queued to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[str] = []
+
+    @Slot(str)
+    def collect(self, message: str) -> None:
+        self.errors.append(message)
+        raise AssertionError(f"worker reported an error: {message}")
+
+
+@pytest.fixture
+def reraise_errors(qapp) -> Iterator[Callable[[object], None]]:
+    """``reraise_errors(obj)`` connects ``obj.errored`` so that a reported error fails the test."""
+    collector = _ErrorCollector()
+
+    def connect(source: object) -> None:
+        source.errored.connect(collector.collect)
+
+    yield connect
+    assert not collector.errors, collector.errors
+
+
+@pytest.fixture
+def shapes_dataset(tmp_path: Path) -> Path:
+    """Four shape classes, 8 train and 4 val images each, 40x32 pixels."""
+    return write_shape_dataset(tmp_path / "shapes", per_class=8, size=(40, 32),
+                               layout="train_val", val_per_class=4)
+
+
+@pytest.fixture
+def tiny_config(shapes_dataset: Path, tmp_path: Path) -> TrainConfig:
+    """A ResNet18 five-crop run that takes a couple of seconds on a CPU."""
+    return TrainConfig(
+        data_root=str(shapes_dataset), model="resnet18", weights="none", finetune="full",
+        crop_mode="five_crop", resize_size=32, crop_size=28, batch_size=8, epochs=2,
+        workers=0, output_dir=str(tmp_path / "runs"), device="cpu", amp=False,
+        channels_last=False,
+    )
+
+
+@pytest.fixture
+def wait_for_thread_end(qtbot) -> Callable[..., None]:
+    """``wait_for_thread_end(thread)``: wait until it has finished (or was deleted after)."""
+
+    def wait(thread: QThread, timeout_ms: int = 30_000) -> None:
+        qtbot.waitUntil(lambda: not shiboken6.isValid(thread) or thread.isFinished(),
+                        timeout=timeout_ms)
+
+    return wait

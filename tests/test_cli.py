@@ -1,0 +1,114 @@
+"""The command line end to end, in subprocesses like a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.core.synthetic_images import write_shape_dataset
+
+
+def run_cli(*args: str, cwd: Path, env_extra: dict | None = None, timeout: int = 240):
+    env = dict(os.environ, WORKBENCH_CACHE_DIR=str(cwd / "cache"), **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "workbench", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """Train with flags, then return the folder holding the run."""
+    work = tmp_path_factory.mktemp("cli")
+    data = write_shape_dataset(work / "data", per_class=8, size=(40, 32), layout="train_val",
+                               val_per_class=3)
+    result = run_cli("train", "--data-root", str(data), "--weights", "none", "--finetune",
+                     "full", "--resize-size", "32", "--crop-size", "28", "--batch-size", "8",
+                     "--epochs", "1", "--workers", "0", "--output-dir", str(work / "runs"),
+                     "--run-name", "cli", "--export", cwd=work)
+    assert result.returncode == 0, result.stderr + result.stdout
+    run_dir = next((work / "runs").glob("cli-*"))
+    return work, data, run_dir, result
+
+
+def test_train_with_flags_prints_progress_and_exports(trained_run):
+    work, data, run_dir, result = trained_run
+    output = result.stdout + result.stderr
+    assert "Training will use the CPU" in output
+    assert "epoch 1/1" in output and "run completed" in output
+    assert "verified: reloaded max abs diff" in output
+    assert (run_dir / "model_scripted.pt").is_file()
+    assert json.loads((run_dir / "config.json").read_text())["config"]["epochs"] == 1
+
+
+def test_predict_prints_top_classes(trained_run):
+    work, data, run_dir, _ = trained_run
+    image = next((data / "val" / "circle").glob("*.png"))
+    bad = work / "notes.png"
+    bad.write_text("not an image")
+    result = run_cli("predict", str(run_dir / "model_scripted.pt"), str(image), str(bad),
+                     "--topk", "2", cwd=work)
+    assert result.returncode == 1  # one of the two images failed
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith(str(image)) and lines[0].count(",") == 1
+    assert "notes.png: error:" in lines[1]
+
+
+def test_export_a_run_folder_and_resume_from_the_config(trained_run):
+    work, data, run_dir, _ = trained_run
+    out = work / "exported.pt"
+    result = run_cli("export", str(run_dir), "-o", str(out), cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert out.is_file() and "fresh process max abs diff" in result.stdout
+
+    result = run_cli("train", "--config", str(run_dir / "config.json"), "--epochs", "2",
+                     "--resume", str(run_dir / "last.pt"), cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert "Resuming from" in result.stderr and "epoch 2/2" in result.stderr
+
+
+def test_bad_config_file_and_bad_flags_exit_2_with_the_reason(tmp_path):
+    config = tmp_path / "run.json"
+    config.write_text('{"lr": "fast"}')
+    result = run_cli("train", "--config", str(config), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "run.json" in result.stderr and "'lr' must be a number" in result.stderr
+
+    result = run_cli("train", "--data-root", str(tmp_path / "nowhere"), "--lr", "-1",
+                     cwd=tmp_path)
+    assert result.returncode == 2
+    assert "lr: must be greater than 0" in result.stderr and "nowhere" in result.stderr
+
+
+def test_devices_and_scan(tmp_path):
+    result = run_cli("devices", cwd=tmp_path)
+    assert result.returncode == 0 and "Training will use" in result.stdout
+    data = write_shape_dataset(tmp_path / "flat", classes=("circle", "square"),
+                               per_class=[12, 3], size=(32, 32))
+    (data / "circle" / "readme.txt").write_text("hi")
+    result = run_cli("scan", str(data), cwd=tmp_path)
+    assert result.returncode == 0
+    assert "2 classes" in result.stdout and "imbalanced" in result.stdout
+    assert "readme.txt" in result.stdout
+
+
+def test_torchrun_two_processes_share_each_epoch(trained_run, tmp_path):
+    _, data, _, _ = trained_run
+    env = dict(os.environ, WORKBENCH_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+         "--master_port=29533", "-m", "workbench", "train", "--data-root", str(data),
+         "--weights", "none", "--finetune", "full", "--resize-size", "32", "--crop-size", "28",
+         "--batch-size", "8", "--epochs", "1", "--workers", "0", "--output-dir",
+         str(tmp_path / "runs"), "--run-name", "ddp"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # 32 train images, batch 8, two processes: each takes 2 steps of its own half.
+    assert "2 steps/epoch" in result.stderr
+    runs = list((tmp_path / "runs").glob("ddp-*"))
+    assert len(runs) == 1  # only rank 0 writes a run folder
+    assert (runs[0] / "last.pt").is_file() and (runs[0] / "best_model.pt").is_file()

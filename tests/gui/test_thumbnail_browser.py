@@ -33,17 +33,18 @@ def write_images(folder: Path, count: int, size: tuple[int, int] = (300, 200)) -
 
 def mostly_missing_paths(folder: Path, real: list[str]) -> list[str]:
     """``real`` first, then files that do not exist, ROWS in all."""
-    return real + [str(folder / f"missing_{i:06d}.jpg") for i in range(ROWS - len(real))]
+    prefix = str(folder / "missing_")
+    return real + [f"{prefix}{i:06d}.jpg" for i in range(ROWS - len(real))]
 
 
 def visible_rows(browser: ThumbnailBrowser) -> set[int]:
+    """Rows whose item rectangle overlaps the viewport (searched around the middle row)."""
     viewport = browser.viewport().rect()
-    first = browser.indexAt(viewport.topLeft()).row()
-    rows = set()
-    for row in range(max(first, 0), min(first + 200, browser.model().rowCount())):
-        if browser.visualRect(browser.model().index(row)).intersects(viewport):
-            rows.add(row)
-    return rows
+    middle = browser.indexAt(viewport.center()).row()
+    assert middle >= 0
+    rows = range(max(middle - 200, 0), min(middle + 200, browser.model().rowCount()))
+    model = browser.model()
+    return {row for row in rows if browser.visualRect(model.index(row)).intersects(viewport)}
 
 
 def wait_until_idle(qtbot, model: ThumbnailModel) -> None:
@@ -61,8 +62,9 @@ def test_setting_100k_paths_decodes_nothing_and_only_painted_rows_are_requested(
     requested: list[int] = []
     model.decode_requested.connect(requested.append)
 
+    paths = mostly_missing_paths(tmp_path, real)
     start = time.perf_counter()
-    browser.set_paths(mostly_missing_paths(tmp_path, real))
+    browser.set_paths(paths)
     elapsed = time.perf_counter() - start
     assert model.rowCount() == ROWS
     assert elapsed < 0.5, f"set_paths took {elapsed:.3f} s"

@@ -183,16 +183,22 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated loader process counts (default 0,{cpus})")
     parser.add_argument("--cached-epochs", type=int, default=2,
                         help="epochs timed after the first (default 2)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch threads in this process (loader workers always use 1); "
+                             "default 0 keeps torch's choice")
     args = parser.parse_args(argv)
-    if args.images < 1 or args.cached_epochs < 1:
-        parser.error("--images and --cached-epochs must be at least 1")
+    if args.images < 1 or args.cached_epochs < 1 or args.threads < 0:
+        parser.error("--images and --cached-epochs must be at least 1, --threads at least 0")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="workbench-loader-bench-") as tmp:
         folder = Path(tmp)
         started = time.perf_counter()
         paths = write_photos(folder, args.images, args.size)
         print(f"{args.images} JPEGs of {args.size[0]}x{args.size[1]} (quality 90) written in "
               f"{time.perf_counter() - started:.1f} s; Resize({RESIZE}) + FiveCrop({CROP}), "
-              f"batch 4, {cpus} CPUs, torch {torch.__version__}")
+              f"batch 4, {cpus} CPUs, {torch.get_num_threads()} torch thread(s), "
+              f"torch {torch.__version__}")
         samples = [(path, index % 2) for index, path in enumerate(paths)]
         for workers in args.workers:
             cache_dir = str(folder / f"cache-{workers}")  # cold for each worker count

@@ -22,6 +22,7 @@ from workbench.core.atomic_io import atomic_write_bytes
 # Pillow's own "resize in two steps" shortcut for big downscales (e.g. large PNGs);
 # at 3.0 the result is indistinguishable from a single fair resample.
 _REDUCING_GAP = 3.0
+_ORIENTATION_TAG = 0x0112
 _TRANSPOSING_ORIENTATIONS = (5, 6, 7, 8)
 
 
@@ -97,7 +98,8 @@ def decode_pil_image(image: Image.Image, resize_size: int, grayscale: bool = Fal
     # scale, never below the requested size. Orientation does not matter here: the shorter
     # side is the same either way.
     image.draft(mode, resized_size(width, height, resize_size))
-    image = ImageOps.exif_transpose(image)
+    if image.getexif().get(_ORIENTATION_TAG, 1) != 1:
+        image = ImageOps.exif_transpose(image)
     if image.mode != mode:
         image = image.convert(mode)
     target = resized_size(image.width, image.height, resize_size)
@@ -114,7 +116,7 @@ def read_image_size(path: str) -> tuple[int, int]:
     try:
         with Image.open(path) as image:
             width, height = image.size
-            orientation = image.getexif().get(0x0112, 1)
+            orientation = image.getexif().get(_ORIENTATION_TAG, 1)
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageDecodeError(path, _reason(exc)) from exc
     if orientation in _TRANSPOSING_ORIENTATIONS:

@@ -110,6 +110,9 @@ class ThumbnailModel(QAbstractListModel):
         self._in_flight: dict[int, tuple[int, str]] = {}
         self._in_flight_paths: set[str] = set()
         self._last_request_id = 0
+        # Answering SizeHintRole keeps the view from measuring a row through its decoration:
+        # with uniform item sizes Qt measures the last row, which would decode it.
+        self._item_size = QSize(thumbnail_size + 12, thumbnail_size + 28)
         self._loading = _placeholder(thumbnail_size, broken=False)
         self._broken = _placeholder(thumbnail_size, broken=True)
 
@@ -134,6 +137,10 @@ class ThumbnailModel(QAbstractListModel):
         """Longest side of a thumbnail in pixels."""
         return self._size
 
+    def set_item_size(self, size: QSize) -> None:
+        """Size of one item (thumbnail and caption) reported to the view."""
+        self._item_size = QSize(size)
+
     def cached_thumbnail(self, path: str) -> QPixmap | None:
         """The decoded thumbnail of ``path``, or None when it is not in the cache."""
         return self._cache.get(path)
@@ -154,6 +161,8 @@ class ThumbnailModel(QAbstractListModel):
             return os.path.basename(path)
         if role == Qt.ItemDataRole.ToolTipRole:
             return path
+        if role == Qt.ItemDataRole.SizeHintRole:
+            return self._item_size
         if role == Qt.ItemDataRole.DecorationRole:
             return self._thumbnail_for(index.row(), path)
         return None
@@ -233,7 +242,9 @@ class ThumbnailBrowser(QListView):
         self.setBatchSize(500)
         self.setWrapping(True)
         self.setIconSize(QSize(thumbnail_size, thumbnail_size))
-        self.setGridSize(QSize(thumbnail_size + 16, thumbnail_size + 28))
+        item_height = thumbnail_size + self.fontMetrics().height() + 10
+        self.thumbnail_model.set_item_size(QSize(thumbnail_size + 12, item_height))
+        self.setGridSize(QSize(thumbnail_size + 16, item_height + 6))
         self.setSpacing(0)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setSelectionMode(QListView.SelectionMode.SingleSelection)

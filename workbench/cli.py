@@ -1,4 +1,4 @@
-"""Command line: ``workbench`` opens the desktop app; subcommands train, export and predict headless.
+"""Command line: ``workbench`` opens the desktop app; subcommands train, export, predict headless.
 
 Every TrainConfig field is also a flag (``--batch-size 64``, ``--no-amp``); flags override the
 ``--config`` file. Exit status: 0 success, 1 a run or export that failed, 2 bad input.
@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="export a trained model to verified TorchScript")
     export.add_argument("model", help="a run folder, best_model.pt or a checkpoint (last.pt)")
-    export.add_argument("-o", "--output", help="output file (default: <run folder>/model_scripted.pt)")
+    export.add_argument("-o", "--output",
+                        help="output file (default: <run folder>/model_scripted.pt)")
 
     predict = sub.add_parser("predict", help="classify images with an exported model")
     predict.add_argument("model", help="an exported TorchScript file")
@@ -179,7 +180,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from workbench.core.export import ExportError, predict_images
+    from workbench.core.export import ExportError
+    from workbench.core.prediction import predict_images
 
     try:
         predictions = predict_images(args.model, args.images, topk=args.topk)
@@ -216,7 +218,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         return 2
     print(scan.describe())
     for name, train_count, val_count in zip(scan.class_names, scan.train_counts(),
-                                            scan.val_counts()):
+                                            scan.val_counts(), strict=True):
         print(f"  {name:<24} train {train_count:>7,}  val {val_count:>6,}")
     for warning in scan.warnings():
         print(f"warning: {warning}")

@@ -20,9 +20,9 @@ from workbench.core.export import (
     export_model_file,
     export_torchscript,
     load_exported,
-    predict_images,
 )
 from workbench.core.models import build_model
+from workbench.core.prediction import predict_images
 from workbench.core.synthetic_images import write_shape_dataset
 from workbench.core.transforms import normalization_for
 

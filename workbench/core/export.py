@@ -19,7 +19,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,7 @@ from torch import Tensor, nn
 import workbench
 from workbench.core.checkpoint_format import CheckpointError, load_model_file
 from workbench.core.config import TrainConfig
-from workbench.core.image_cache import ImageDecodeError, load_image_uint8
-from workbench.core.transforms import build_eval_transform, normalization_for
+from workbench.core.transforms import normalization_for
 
 EXPORT_FORMAT = "workbench-export"
 EXPORT_VERSION = 1
@@ -39,7 +38,6 @@ _CLASS_NAMES_FILE = "class_names.json"
 _PREPROCESSING_FILE = "preprocessing.json"
 _JIT_DEPRECATION = r"`torch\.jit\.\w+` is deprecated"
 _SUBPROCESS_TIMEOUT_S = 300
-_PREDICT_CHUNK = 16
 
 # Runs in a fresh interpreter: proves the file loads and computes the same logits with torch alone.
 _FRESH_PROCESS_CHECK = """
@@ -108,15 +106,6 @@ class ExportedModel:
     module: Any
     class_names: list[str]
     preprocessing: dict[str, Any]
-
-
-@dataclass
-class Prediction:
-    """Top classes of one image with their probabilities, or ``error`` when it could not be read."""
-
-    path: str
-    top: list[tuple[str, float]] = field(default_factory=list)
-    error: str = ""
 
 
 @contextlib.contextmanager
@@ -351,68 +340,6 @@ def load_exported(path: str | Path) -> ExportedModel:
                           f"{version!r}); update workbench to load it")
     return ExportedModel(module=module.eval(), class_names=list(class_names),
                          preprocessing=preprocessing)
-
-
-def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Tensor:
-    """Decode an image and cut the crops an export expects: uint8 ``[K, C, crop, crop]``.
-
-    Uses the training pipeline's own decode (shorter side resized to ``resize_size``, EXIF
-    orientation applied) and evaluation crops: one centre crop ('standard'), five crops, or
-    ten (five plus those of the mirror image).
-
-    Raises:
-        ImageDecodeError: The image cannot be decoded.
-    """
-    config = TrainConfig(
-        model=str(preprocessing["model"]), crop_mode=str(preprocessing["crop_mode"]),
-        resize_size=int(preprocessing["resize_size"]), crop_size=int(preprocessing["crop_size"]),
-    )
-    grayscale = int(preprocessing["in_channels"]) == 1
-    image = load_image_uint8(str(image_path), config.resize_size, grayscale=grayscale)
-    crops = build_eval_transform(config)(image)
-    return crops if crops.dim() == 4 else crops.unsqueeze(0)
-
-
-def predict_images(model_path: str | Path, image_paths: Sequence[str | Path], topk: int = 3
-                   ) -> list[Prediction]:
-    """Classify images with an exported model; one Prediction per path, in order.
-
-    Multi-crop exports average the logits of an image's crops before the softmax. An image
-    that cannot be read gets a Prediction with ``error`` set and no ``top``; the rest go on.
-
-    Raises:
-        ExportError: The model file cannot be loaded.
-    """
-    exported = load_exported(model_path)
-    paths = [str(path) for path in image_paths]
-    predictions: list[Prediction] = []
-    for start in range(0, len(paths), _PREDICT_CHUNK):
-        predictions.extend(_predict_chunk(exported, paths[start:start + _PREDICT_CHUNK], topk))
-    return predictions
-
-
-def _predict_chunk(exported: ExportedModel, paths: list[str], topk: int) -> list[Prediction]:
-    predictions = [Prediction(path) for path in paths]
-    crops: list[Tensor] = []
-    readable: list[Prediction] = []
-    for prediction in predictions:
-        try:
-            crops.append(image_crops(prediction.path, exported.preprocessing))
-            readable.append(prediction)
-        except ImageDecodeError as exc:
-            prediction.error = f"cannot read image: {exc.reason}"
-    if not crops:
-        return predictions
-    crops_per_image = crops[0].shape[0]
-    with torch.no_grad():
-        logits = exported.module(torch.cat(crops))
-    probabilities = logits.view(len(readable), crops_per_image, -1).mean(dim=1).softmax(dim=1)
-    k = max(1, min(topk, probabilities.shape[1]))
-    values, indices = probabilities.topk(k, dim=1)
-    names = exported.class_names
-    for prediction, row_p, row_i in zip(readable, values.tolist(), indices.tolist(), strict=True):
-        prediction.top = [(names[i], p) for i, p in zip(row_i, row_p, strict=True)]
-    return predictions
 
 
 def export_model_file(model_file: str | Path, out_path: str | Path) -> ExportResult:

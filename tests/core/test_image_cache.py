@@ -141,7 +141,9 @@ def test_corrupted_cache_file_is_ignored_and_rewritten(tmp_path: Path, damage) -
 
 
 def test_cached_load_is_a_plain_file_read(tmp_path: Path) -> None:
-    path = _photo(tmp_path / "big.png", (1365, 1024))
+    path = tmp_path / "big.png"
+    small = draw_shape_image("ring", (171, 128), random.Random(0))
+    small.resize((1365, 1024), Image.Resampling.BILINEAR).save(path, compress_level=1)
     cache = str(tmp_path / "cache")
     started = time.perf_counter()
     first = load_image_uint8(str(path), 256, cache_dir=cache)

@@ -6,20 +6,13 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
-from PySide6.QtCore import QSize, Qt, QThreadPool, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 
 from workbench.core.config import TrainConfig
 from workbench.gui.augmentation_preview_panel import AugmentationPreviewPanel
 
 PREVIEW_TIMEOUT_MS = 30_000
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
-
-
-@pytest.fixture(autouse=True)
-def drain_pool():
-    """Every test leaves the global pool idle."""
-    yield
-    assert QThreadPool.globalInstance().waitForDone(10_000)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QThreadPool, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
@@ -16,13 +16,6 @@ from workbench.gui.dataset_panel import DatasetPanel
 SCAN_TIMEOUT_MS = 20_000
 # Qt's offscreen platform warns whenever a shown window's layout changes its size limits.
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
-
-
-@pytest.fixture(autouse=True)
-def drain_pool():
-    """Every test leaves the global pool idle."""
-    yield
-    assert QThreadPool.globalInstance().waitForDone(10_000)
 
 
 @pytest.fixture

@@ -11,13 +11,6 @@ from PySide6.QtCore import QThreadPool
 from workbench.gui.pool_tasks import FunctionTask, LatestRequestRunner
 
 
-@pytest.fixture(autouse=True)
-def drain_pool():
-    """Every test leaves the global pool idle."""
-    yield
-    assert QThreadPool.globalInstance().waitForDone(10_000)
-
-
 @pytest.fixture
 def single_thread_pool():
     """A pool of one thread, so queued order is deterministic."""

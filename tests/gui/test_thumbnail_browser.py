@@ -5,21 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 from PIL import Image
-from PySide6.QtCore import QThreadPool, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QPixmap
 
 from workbench.gui.thumbnail_browser import ThumbnailBrowser, ThumbnailModel
 
 ROWS = 100_000
-
-
-@pytest.fixture(autouse=True)
-def drain_pool():
-    """Every test leaves the global pool idle."""
-    yield
-    assert QThreadPool.globalInstance().waitForDone(10_000)
 
 
 def write_images(folder: Path, count: int, size: tuple[int, int] = (300, 200)) -> list[str]:

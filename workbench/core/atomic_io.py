@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_bytes(path: Path | str, data: bytes) -> None:
+def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` in one step; readers see the old or the new file, never half.
+
+    ``durable=False`` skips the fsync: for caches, where losing the newest file in a power cut
+    only costs recomputing it, and the fsync would dominate the write.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -17,7 +22,8 @@ def atomic_write_bytes(path: Path | str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

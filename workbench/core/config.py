@@ -1,4 +1,4 @@
-"""The one training configuration shared by the GUI form, CLI flags, saved runs and torchrun jobs."""
+"""The one training configuration: GUI form, CLI flags, saved runs and torchrun jobs share it."""
 
 from __future__ import annotations
 
@@ -203,7 +203,9 @@ class TrainConfig:
         if self.workers < 0:
             problems.append(f"workers: must not be negative (got {self.workers})")
         if self.max_steps_per_epoch < 0:
-            problems.append(f"max_steps_per_epoch: must not be negative (got {self.max_steps_per_epoch})")
+            problems.append(
+                f"max_steps_per_epoch: must not be negative (got {self.max_steps_per_epoch})"
+            )
         if self.seed < 0:
             problems.append(f"seed: must not be negative (got {self.seed})")
         if not _valid_device_name(self.device):

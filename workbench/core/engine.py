@@ -20,8 +20,8 @@ from workbench.core.devices import DeviceError
 from workbench.core.events import Callback, CallbackList, Message, RunEnd
 from workbench.core.image_cache import ImageDecodeError
 from workbench.core.models import WeightsError
-from workbench.core.training_session import TrainingSession
 from workbench.core.train_steps import NonFiniteLossError
+from workbench.core.training_session import TrainingSession
 
 USER_ERRORS = (
     ConfigError,

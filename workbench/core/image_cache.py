@@ -183,6 +183,6 @@ def _write_cached(cache_file: Path, array: np.ndarray) -> None:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
     try:
-        atomic_write_bytes(cache_file, buffer.getvalue())
+        atomic_write_bytes(cache_file, buffer.getvalue(), durable=False)
     except OSError:
         pass  # a full or read-only cache folder costs speed, never the run

@@ -38,7 +38,7 @@ class ConfusionMatrix:
         self.counts = [[0] * num_classes for _ in range(num_classes)]
 
     def update(self, targets: list[int], predictions: list[int]) -> None:
-        for target, predicted in zip(targets, predictions):
+        for target, predicted in zip(targets, predictions, strict=True):
             if target >= 0:
                 self.counts[target][predicted] += 1
 

@@ -9,7 +9,9 @@ import torch
 from workbench.core.config import TrainConfig
 
 
-def build_optimizer(config: TrainConfig, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+def build_optimizer(
+    config: TrainConfig, params: Iterable[torch.nn.Parameter]
+) -> torch.optim.Optimizer:
     """SGD with momentum (the transfer-learning tutorial's choice) or AdamW."""
     params = list(params)
     if config.optimizer == "adamw":

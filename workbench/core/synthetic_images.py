@@ -75,7 +75,7 @@ def write_shape_dataset(
         ("train", counts), ("val", [val_per_class] * len(classes))
     ]
     for split, split_counts in splits:
-        for shape, count in zip(classes, split_counts):
+        for shape, count in zip(classes, split_counts, strict=True):
             folder = root / split / shape if split else root / shape
             folder.mkdir(parents=True, exist_ok=True)
             for index in range(count):

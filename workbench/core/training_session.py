@@ -25,8 +25,13 @@ from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
 from workbench.core.data_pipeline import DataPipeline, build_data_pipeline
 from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
-from workbench.core.devices import GpuMonitor, device_display_name, environment_info
-from workbench.core.devices import memory_total, resolve_device
+from workbench.core.devices import (
+    GpuMonitor,
+    device_display_name,
+    environment_info,
+    memory_total,
+    resolve_device,
+)
 from workbench.core.distributed import DistributedContext, set_epoch
 from workbench.core.events import CallbackList, EpochEnd, Message, RunEnd, RunStart
 from workbench.core.feature_cache import (
@@ -36,8 +41,12 @@ from workbench.core.feature_cache import (
     feature_batches,
     unshuffled_loader,
 )
-from workbench.core.models import apply_finetune_mode, build_model, set_train_mode
-from workbench.core.models import split_backbone_head
+from workbench.core.models import (
+    apply_finetune_mode,
+    build_model,
+    set_train_mode,
+    split_backbone_head,
+)
 from workbench.core.optimisers import build_optimizer, build_scheduler
 from workbench.core.runs import (
     BEST_MODEL,
@@ -47,8 +56,13 @@ from workbench.core.runs import (
     create_run_folder,
     write_run_config,
 )
-from workbench.core.train_steps import EpochResult, EvalResult, StepContext
-from workbench.core.train_steps import evaluate_batches, run_training_steps
+from workbench.core.train_steps import (
+    EpochResult,
+    EvalResult,
+    StepContext,
+    evaluate_batches,
+    run_training_steps,
+)
 
 
 class TrainingSession:

@@ -101,6 +101,15 @@ def test_a_burst_of_settings_changes_yields_one_preview_of_the_last(qtbot, panel
     assert tile_sizes(panel.train_view) == [QSize(160, 160)] * 5
 
 
+def test_settings_the_preview_does_not_depend_on_keep_it(qtbot, panel, photo):
+    preview = show_preview(qtbot, panel, config(), photo)
+    with qtbot.assertNotEmitted(panel.preview_ready, wait=200):
+        panel.set_config(config(lr=0.5, epochs=3, batch_size=8))
+    assert panel.preview() is preview
+    assert panel.config().lr == 0.5
+    assert panel.status_label.text().startswith("5 crops of 224x224")
+
+
 def test_standard_mode_shows_one_random_crop_and_one_center_crop(qtbot, panel, photo):
     show_preview(qtbot, panel, config(crop_mode="standard"), photo)
     assert tile_sizes(panel.train_view) == [QSize(224, 224)]

@@ -14,7 +14,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchvision.datasets.folder import IMG_EXTENSIONS
+# torchvision.datasets.folder.IMG_EXTENSIONS, written out: importing torchvision takes seconds,
+# and the GUI scans folders long before it needs torch.
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
 # Images with fewer than this many training samples in a class earn a warning.
 FEW_IMAGES = 10

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QScrollArea,
+    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -40,6 +41,8 @@ RESIZED_MAX_WIDTH = 640
 CROP_COLUMNS = 5
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
 DEBOUNCE_MS = 30
+# The settings a preview depends on; changing any other (lr, epochs...) keeps the preview.
+PREVIEW_FIELDS = ("crop_mode", "resize_size", "crop_size", "train_hflip", "model")
 
 
 def timed_preview(path: str, config: TrainConfig) -> tuple[AugmentationPreview, float]:
@@ -114,6 +117,22 @@ def describe_preview(preview: AugmentationPreview, config: TrainConfig, seconds:
     )
 
 
+def crop_note(crops: CropPreview) -> str:
+    """What the annotated image shows, next to it."""
+    height, width = crops.resized.shape[:2]
+    text = (
+        f"The image resized to {width}x{height}. Each box is where a crop is cut; "
+        "the crops below are exactly what the model receives, at model resolution."
+    )
+    if any("(flipped)" in label for label in crops.labels):
+        text += " Dashed boxes are cut from the mirrored image."
+    return text
+
+
+def _preview_settings(config: TrainConfig) -> tuple[object, ...]:
+    return tuple(getattr(config, name) for name in PREVIEW_FIELDS)
+
+
 class CropTile(QFrame):
     """One crop at model resolution, framed in its box's colour, with a caption."""
 
@@ -123,6 +142,7 @@ class CropTile(QFrame):
         self.image_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.caption_label = QLabel()
         self.caption_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(3, 3, 3, 3)
         layout.setSpacing(2)
@@ -145,17 +165,25 @@ class SplitPreviewView(QGroupBox):
         super().__init__(title, parent)
         self.resized_label = QLabel()
         self.resized_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.note_label = QLabel()
+        self.note_label.setWordWrap(True)
+        self.note_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.tiles: list[CropTile] = []
         self._grid = QGridLayout()
         self._grid.setSpacing(6)
+        self._grid.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        top = QHBoxLayout()
+        top.addWidget(self.resized_label)
+        top.addWidget(self.note_label, 1)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.resized_label)
+        layout.addLayout(top)
         layout.addLayout(self._grid)
         layout.addStretch(1)
 
     def show_preview(self, crops: CropPreview) -> None:
         """Draw the boxes on the resized image and one tile per crop."""
         self.resized_label.setPixmap(draw_crop_boxes(crops.resized, crops))
+        self.note_label.setText(crop_note(crops))
         self._set_tile_count(len(crops.crops))
         for index, (tile, crop, label) in enumerate(
             zip(self.tiles, crops.crops, crops.labels, strict=False)
@@ -166,6 +194,7 @@ class SplitPreviewView(QGroupBox):
     def clear_preview(self) -> None:
         """Show nothing (e.g. after an unreadable image)."""
         self.resized_label.clear()
+        self.note_label.clear()
         self._set_tile_count(0)
 
     def _set_tile_count(self, count: int) -> None:
@@ -249,9 +278,11 @@ class AugmentationPreviewPanel(QWidget):
 
     # ---------------------------------------------------------------- public API
     def set_config(self, config: TrainConfig) -> None:
-        """Preview with these settings (crop mode, sizes, flips, model)."""
+        """Preview with these settings; only crop mode, sizes, flips and model matter."""
+        relevant_change = _preview_settings(config) != _preview_settings(self._config)
         self._config = config
-        self._schedule()
+        if relevant_change or self._preview is None:
+            self._schedule()
 
     def set_image(self, path: str) -> None:
         """Preview this image file."""
@@ -303,7 +334,7 @@ class AugmentationPreviewPanel(QWidget):
         self.train_view.clear_preview()
         self.val_view.clear_preview()
         self.status_label.setText("No preview.")
-        self.error_label.setText(f"Cannot preview this image: {message}")
+        self.error_label.setText(f"No preview: {message}")
         self.error_label.show()
         self.preview_failed.emit(message)
 

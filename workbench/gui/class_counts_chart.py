@@ -9,10 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
-from workbench.gui.none_refcount_guard import guard_none_refcount
 
-# pyqtgraph's paint path hands None and True back to C++; see none_refcount_guard.
-guard_none_refcount()
 
 TRAIN_COLOUR = "#3b82c4"
 VAL_COLOUR = "#e69b3a"
@@ -54,11 +51,12 @@ class ClassCountsChart(pg.PlotWidget):
         item.hideButtons()
         item.invertY(True)
         item.showGrid(x=True, y=False, alpha=0.25)
-        item.setLabel("bottom", "images", color=self._text_colour())
         for name in ("left", "bottom"):
             axis = item.getAxis(name)
-            axis.setTextPen(self._text_colour())
             axis.setPen(palette.color(QPalette.ColorRole.Mid))
+            axis.setTextPen(self._text_colour())
+        # After setPen, which recolours the axis label with the pen's colour.
+        item.setLabel("bottom", "images", color=self._text_colour())
         item.getAxis("left").setStyle(tickLength=0)
 
     def _text_colour(self) -> str:

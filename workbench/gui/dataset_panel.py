@@ -165,6 +165,8 @@ class DatasetPanel(QWidget):
         self.summary_label = QLabel()
         self.summary_label.setWordWrap(True)
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.layout_label.hide()
+        self.summary_label.hide()
         self.error_label = QLabel()
         self.error_label.setProperty("role", "error")
         self.error_label.setStyleSheet("color: #c0392b;")
@@ -220,8 +222,9 @@ class DatasetPanel(QWidget):
         self._remember(self._folder)
         self.hint_label.hide()
         self.error_label.hide()
-        self.layout_label.setText("")
+        self.layout_label.hide()
         self.summary_label.setText(f"Scanning {self._folder}…")
+        self.summary_label.show()
         self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
         self.folder_changed.emit(self._folder)
 
@@ -288,6 +291,7 @@ class DatasetPanel(QWidget):
     def _on_scan_ready(self, scan: DatasetScan) -> None:
         self._scan = scan
         self.layout_label.setText(layout_text(scan))
+        self.layout_label.show()
         self.summary_label.setText(scan.describe())
         self.chart.set_counts(scan.class_names, scan.train_counts(), scan.val_counts())
         self.imbalance_box.show_for(scan)
@@ -298,8 +302,8 @@ class DatasetPanel(QWidget):
     @Slot(str)
     def _on_scan_failed(self, message: str) -> None:
         self._scan = None
-        self.layout_label.setText("")
-        self.summary_label.setText("")
+        self.layout_label.hide()
+        self.summary_label.hide()
         self.error_label.setText(message)
         self.error_label.show()
         self.chart.clear_counts()

@@ -26,10 +26,7 @@ from PySide6.QtCore import (
     Slot,
 )
 
-from workbench.gui.none_refcount_guard import guard_none_refcount
 
-# Every submission passes True to setAutoDelete and returns None from run(); see the guard.
-guard_none_refcount()
 
 
 class TaskSignals(QObject):

@@ -31,11 +31,8 @@ from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QListView, QWidget
 
 from workbench.gui.image_conversion import numpy_to_qimage
-from workbench.gui.none_refcount_guard import guard_none_refcount
 from workbench.gui.pool_tasks import FunctionTask
 
-# data() returns None for every role it does not handle; see none_refcount_guard.
-guard_none_refcount()
 
 THUMBNAIL_SIZE = 112
 CACHE_SIZE = 2000
@@ -82,7 +79,8 @@ class ThumbnailModel(QAbstractListModel):
         parent: Usual QObject parent.
         thumbnail_size: Longest side of a thumbnail in pixels.
         cache_size: How many decoded thumbnails to keep.
-        max_in_flight: Decodes queued in the pool at once; defaults to the pool's thread count.
+        max_in_flight: Decodes in the pool at once; by default one thread fewer than the pool
+            has, so a scan or a preview always finds a free thread.
     """
 
     decode_requested = Signal(int)
@@ -101,14 +99,13 @@ class ThumbnailModel(QAbstractListModel):
         self._pool = QThreadPool.globalInstance()
         self._size = thumbnail_size
         self._cache_size = cache_size
-        self._max_in_flight = max_in_flight or max(1, self._pool.maxThreadCount())
+        self._max_in_flight = max_in_flight or max(1, self._pool.maxThreadCount() - 1)
         self._paths: list[str] = []
         self._cache: OrderedDict[str, QPixmap] = OrderedDict()
         self._queued: deque[tuple[int, str]] = deque()
         self._queued_paths: set[str] = set()
-        # request id -> (row, path) of the decodes handed to the pool
+        # request id -> (row, path) of the decodes handed to the pool (max_in_flight at most)
         self._in_flight: dict[int, tuple[int, str]] = {}
-        self._in_flight_paths: set[str] = set()
         self._last_request_id = 0
         # Answering SizeHintRole keeps the view from measuring a row through its decoration:
         # with uniform item sizes Qt measures the last row, which would decode it.
@@ -132,10 +129,6 @@ class ThumbnailModel(QAbstractListModel):
     def path_at(self, row: int) -> str:
         """Path of ``row``."""
         return self._paths[row]
-
-    def thumbnail_size(self) -> int:
-        """Longest side of a thumbnail in pixels."""
-        return self._size
 
     def set_item_size(self, size: QSize) -> None:
         """Size of one item (thumbnail and caption) reported to the view."""
@@ -173,7 +166,8 @@ class ThumbnailModel(QAbstractListModel):
         if pixmap is not None:
             self._cache.move_to_end(path)
             return pixmap
-        if path not in self._in_flight_paths and path not in self._queued_paths:
+        in_flight = any(path == p for _, p in self._in_flight.values())
+        if not in_flight and path not in self._queued_paths:
             self._queued.append((row, path))
             self._queued_paths.add(path)
             if len(self._queued) > MAX_QUEUED:
@@ -193,7 +187,6 @@ class ThumbnailModel(QAbstractListModel):
             task.signals.failed.connect(self._on_decode_failed)
             task.signals.finished.connect(self._on_decode_finished)
             self._in_flight[self._last_request_id] = (row, path)
-            self._in_flight_paths.add(path)
             self._pool.start(task, THUMBNAIL_PRIORITY)
             self.decode_requested.emit(row)
 
@@ -207,8 +200,7 @@ class ThumbnailModel(QAbstractListModel):
 
     @Slot(int)
     def _on_decode_finished(self, request_id: int) -> None:
-        _, path = self._in_flight.pop(request_id)
-        self._in_flight_paths.discard(path)
+        del self._in_flight[request_id]
         self._start_queued()
 
     def _store(self, request_id: int, pixmap: QPixmap) -> None:

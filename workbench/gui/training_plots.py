@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.core.events import EpochEnd, RunStart, StepStats
@@ -71,10 +72,19 @@ class TrainingPlots(QWidget):
             curve.buffer.clear()
         self.total_memory_line.hide()
         self.memory_note.hide()
-        self._update_curves()
+        for plot in self._plots():
+            plot.enableAutoRange(axis="x", enable=True)
+        self.flush()
 
     def set_run_start(self, event: RunStart) -> None:
-        """Show the card's total memory, or say that a CPU run has no GPU memory figures."""
+        """Fix the x axis to the run's epochs; show the card's total memory, or say that a CPU
+        run has no GPU memory figures."""
+        for plot in self._plots():
+            # A fixed x range shows how far the run has come, and saves re-laying out the
+            # x axis on every point.
+            plot.enableAutoRange(axis="x", enable=False)
+            plot.setXRange(event.start_epoch, max(event.epochs, event.start_epoch + 1),
+                           padding=0.02)
         if event.memory_total:
             mib = event.memory_total / MIB
             self.total_memory_line.setValue(mib)
@@ -127,11 +137,17 @@ class TrainingPlots(QWidget):
         return self._redraws
 
     def flush(self) -> None:
-        """Redraw now instead of waiting for the timer (e.g. when a run ends)."""
-        self._update_curves()
+        """Redraw now, visible or not (e.g. when a run ends)."""
+        self._update_curves(force=True)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._update_curves(force=True)  # catch up on what arrived while hidden
 
     # ------------------------------------------------------------------ refreshes
-    def _update_curves(self) -> None:
+    def _update_curves(self, force: bool = False) -> None:
+        if not force and not self.isVisible():
+            return  # buffers keep their changed flags; showEvent redraws
         for curve in self._curves.values():
             if curve.buffer.changed:
                 curve.buffer.changed = False
@@ -150,6 +166,10 @@ class TrainingPlots(QWidget):
                 legend.addItem(item, label)
 
     # ------------------------------------------------------------------ construction
+    def _plots(self) -> tuple[pg.PlotItem, ...]:
+        return (self.loss_plot, self.accuracy_plot, self.memory_plot, self.throughput_plot,
+                self.data_wait_plot)
+
     def _append(self, name: str, x: float, y: float) -> None:
         self._curves[name].buffer.append(x, y if y is not None else math.nan)
 
@@ -158,13 +178,14 @@ class TrainingPlots(QWidget):
         plot = self._canvas.addPlot(row=row, col=col, colspan=colspan, title=title)
         plot.setLabel("left", y_label)
         plot.setLabel("bottom", "epoch")
-        plot.showGrid(x=True, y=True, alpha=0.2)
         plot.setDownsampling(auto=True, mode="peak")
         plot.setClipToView(True)
         plot.addLegend(offset=legend_offset, labelTextColor=AXIS_COLOUR)
         for axis in ("left", "bottom"):
             plot.getAxis(axis).setPen(AXIS_COLOUR)
             plot.getAxis(axis).setTextPen(AXIS_COLOUR)
+            # Relabelling an axis on every range change (SI prefixes) costs a layout pass.
+            plot.getAxis(axis).enableAutoSIPrefix(False)
         plot.titleLabel.setText(title, color=AXIS_COLOUR)
         return plot
 

@@ -18,19 +18,9 @@ from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThrea
 from workbench.core.config import TrainConfig
 from workbench.core.synthetic_images import write_shape_dataset
 
-# The offscreen platform plugin warns on every top-level show(); a harmless platform quirk, and
-# qt_log_level_fail = "WARNING" would otherwise fail any test that shows a window.
-OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints"
 THREAD_GRACE_S = 2.0
 POOL_WAIT_MS = 60_000
 _LEAKED_THREADS: list[QThread] = []
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.qt_log_ignore(OFFSCREEN_NOISE))
 
 
 @pytest.fixture(autouse=True)

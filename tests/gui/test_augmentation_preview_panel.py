@@ -12,7 +12,6 @@ from workbench.core.config import TrainConfig
 from workbench.gui.augmentation_preview_panel import AugmentationPreviewPanel
 
 PREVIEW_TIMEOUT_MS = 30_000
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 @pytest.fixture

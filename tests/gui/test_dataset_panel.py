@@ -15,7 +15,6 @@ from workbench.gui.dataset_panel import DatasetPanel
 
 SCAN_TIMEOUT_MS = 20_000
 # Qt's offscreen platform warns whenever a shown window's layout changes its size limits.
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 @pytest.fixture

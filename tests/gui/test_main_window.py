@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -109,9 +110,22 @@ def test_start_trains_shows_results_and_exports_a_loadable_model(
     assert exported.args[0].path == str(out) and out.is_file()
     assert exported.args[0].max_abs_diff <= 1e-4
     assert "Exported" in results.export_label.text()
-    module = torch.jit.load(str(out), map_location="cpu")
+    with warnings.catch_warnings():  # torch deprecates torch.jit; the file must still load
+        warnings.simplefilter("ignore", FutureWarning)
+        module = torch.jit.load(str(out), map_location="cpu")
     logits = module(torch.zeros(2, 3, 28, 28, dtype=torch.uint8))
     assert tuple(logits.shape) == (2, 4)
+
+
+def test_export_of_a_missing_model_file_is_reported(qtbot, window, tmp_path):
+    missing = tmp_path / "runs" / "best_model.pt"
+    results = window.results_panel
+    with qtbot.waitSignal(results.export_failed, timeout=RUN_TIMEOUT_MS) as failed:
+        results.export_to(str(tmp_path / "model.pt"), str(missing))
+    assert str(missing) in failed.args[0]
+    assert results.export_label.text().startswith("Export failed: ")
+    qtbot.waitUntil(lambda: not results.is_exporting())
+    assert f"Export failed: {failed.args[0]}" in window.log_panel.toPlainText()
 
 
 def test_closing_during_training_stops_the_run_and_keeps_a_checkpoint(

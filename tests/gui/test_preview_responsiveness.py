@@ -19,7 +19,6 @@ from workbench.core.config import TrainConfig
 from workbench.gui.augmentation_preview_panel import AugmentationPreviewPanel
 
 HEARTBEAT_MS = 10
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QThreadPool, QTimer
-from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from workbench.gui.main_window import MainWindow
+from workbench.gui.resources import app_icon, stylesheet
 
 APP_NAME = "Workbench"
 ORGANIZATION = "Workbench"
@@ -43,15 +43,8 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     app = QApplication.instance() or QApplication([sys.argv[0], *(argv or [])])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(ORGANIZATION)
-    icon = _resource("workbench.png")
-    if icon is not None:
-        app.setWindowIcon(QIcon(str(icon)))
-    style = _resource("style.qss")
-    if style is not None:
-        try:
-            app.setStyleSheet(style.read_text(encoding="utf-8"))
-        except OSError:
-            pass  # a missing style sheet leaves the platform look
+    app.setWindowIcon(app_icon())
+    app.setStyleSheet(stylesheet())  # "" (the platform look) when the file is missing
     return app
 
 
@@ -64,12 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     app.processEvents()  # paint now, before anything slow runs
     if args.startup_report:
         _print_startup_report(window)
+    # After the first paint, in this order: the pyqtgraph panels, the folder asked for (so the
+    # last session's folder is not scanned for nothing), then device detection.
     QTimer.singleShot(0, window.build_plot_panels)
-    QTimer.singleShot(0, window.start_background_tasks)
     if args.demo:
         QTimer.singleShot(0, lambda: _open_demo(window))
     elif args.folder:
-        window.open_folder(str(Path(args.folder).expanduser()))
+        folder = str(Path(args.folder).expanduser())
+        QTimer.singleShot(0, lambda: window.open_folder(folder))
+    QTimer.singleShot(0, window.start_background_tasks)
     code = app.exec()
     # Scans, previews and exports still in the pool finish before the interpreter goes.
     QThreadPool.globalInstance().waitForDone(SHUTDOWN_WAIT_MS)
@@ -80,7 +76,8 @@ def _open_demo(window: MainWindow) -> None:
     from workbench.core.demo_data import demo_config, ensure_demo_dataset
 
     root = ensure_demo_dataset()
-    config = demo_config(root, output_dir=str(root.parent / "runs"))
+    # A desktop launch may start in any folder; keep demo runs where the user will find them.
+    config = demo_config(root, output_dir=str(Path.home() / "workbench-runs"))
     window.apply_config(config)
     window.open_folder(str(root))
 
@@ -110,15 +107,6 @@ def _seconds_since_process_start() -> float:
         return time.time() - psutil.Process().create_time()
     except Exception:
         return time.perf_counter()
-
-
-def _resource(name: str) -> Path | None:
-    try:
-        from workbench.gui.resources import resource_path
-    except ImportError:
-        return None
-    path = Path(resource_path(name))
-    return path if path.is_file() else None
 
 
 if __name__ == "__main__":

@@ -9,8 +9,6 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
-
-
 TRAIN_COLOUR = "#3b82c4"
 VAL_COLOUR = "#e69b3a"
 BAR_HEIGHT = 0.38

@@ -97,6 +97,7 @@ class ConfigForm(QWidget):
         self._rows: dict[str, FieldRow] = {}
         self._other_problems = QLabel(self)
         self._other_problems.setObjectName("formProblems")
+        self._other_problems.setProperty("role", "error")
         self._other_problems.setWordWrap(True)
         self._other_problems.setStyleSheet("color: #c62828;")
         self._build_layout()

@@ -76,6 +76,7 @@ class DevicePanel(QWidget):
         self._combo.setEnabled(False)
         self._choice_label = QLabel("Detecting devices\u2026", self)
         self._choice_label.setObjectName("deviceChoice")
+        self._choice_label.setProperty("role", "device")
         self._choice_label.setWordWrap(True)
         font = self._choice_label.font()
         font.setBold(True)

@@ -214,6 +214,7 @@ class FieldRow(QWidget):
         self.binding = binding
         self.error_label = QLabel(self)
         self.error_label.setObjectName("fieldError")
+        self.error_label.setProperty("role", "error")
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #c62828;")
         self.error_label.hide()

@@ -33,6 +33,7 @@ from workbench.gui.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.config_form import ConfigForm
 from workbench.gui.device_panel import DevicePanel
 from workbench.gui.log_panel import LogPanel
+from workbench.gui.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.results_panel import ResultsPanel
 from workbench.gui.run_status_panel import RunStatusPanel
 from workbench.gui.settings_store import SettingsStore, load_config_file, save_config_file
@@ -252,6 +253,7 @@ class MainWindow(QMainWindow):
 
     def _on_devices_detected(self, _choices: object) -> None:
         self.device_status.setText(self.device_panel.choice_text())
+        freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
 
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:
@@ -358,6 +360,7 @@ class MainWindow(QMainWindow):
         self.left_tabs.addTab(self._dataset_page, "Dataset")
         self.left_tabs.addTab(self.preview_panel, "Preview")
         settings_page = QWidget()
+        settings_page.setMaximumWidth(860)  # long rows of wide fields are hard to read
         settings_layout = QVBoxLayout(settings_page)
         settings_layout.addWidget(self.device_panel)
         settings_layout.addWidget(self.config_form)
@@ -368,8 +371,8 @@ class MainWindow(QMainWindow):
         self.training_tab.addWidget(self.status_panel)
         self.training_tab.addWidget(self._plots_page)
         self.training_tab.addWidget(self.log_panel)
-        self.training_tab.setStretchFactor(1, 4)
-        self.training_tab.setStretchFactor(2, 1)
+        self.training_tab.setStretchFactor(1, 1)
+        self.training_tab.setSizes([200, 640, 130])
         self.right_tabs = QTabWidget()
         self.right_tabs.addTab(settings_scroll, "Settings")
         self.right_tabs.addTab(self.training_tab, "Training")
@@ -382,8 +385,7 @@ class MainWindow(QMainWindow):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.left_tabs)
         splitter.addWidget(right)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setSizes([600, 1000])
         self.setCentralWidget(splitter)
         self.statusBar().addPermanentWidget(self.device_status)
 

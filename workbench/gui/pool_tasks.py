@@ -27,8 +27,6 @@ from PySide6.QtCore import (
 )
 
 
-
-
 class TaskSignals(QObject):
     """What a ``FunctionTask`` reports; created on the GUI thread so slots run there."""
 

@@ -33,7 +33,6 @@ from PySide6.QtWidgets import QListView, QWidget
 from workbench.gui.image_conversion import numpy_to_qimage
 from workbench.gui.pool_tasks import FunctionTask
 
-
 THUMBNAIL_SIZE = 112
 CACHE_SIZE = 2000
 MAX_QUEUED = 256

@@ -16,6 +16,7 @@ class TrainingControls(QWidget):
         self.stop_button = QPushButton("Stop", self)
         self.problem_label = QLabel("", self)
         self.problem_label.setObjectName("startProblems")
+        self.problem_label.setProperty("role", "error")
         self.problem_label.setWordWrap(True)
         self.problem_label.setStyleSheet("color: #c62828;")
         layout = QHBoxLayout(self)

@@ -115,12 +115,14 @@ class TrainingPlots(QWidget):
             self._append("process_rss", x, event.process_rss / MIB)
 
     def add_epoch(self, event: EpochEnd) -> None:
-        """Append an epoch's train and validation averages."""
+        """Append an epoch's train and validation averages (a NaN average gets no marker)."""
         x = float(event.epoch)
-        self._append("loss_train_epoch", x, event.train_loss)
-        self._append("loss_val_epoch", x, event.val_loss)
-        self._append("accuracy_train_epoch", x, 100.0 * event.train_accuracy)
-        self._append("accuracy_val_epoch", x, 100.0 * event.val_accuracy)
+        for name, value in (("loss_train_epoch", event.train_loss),
+                            ("loss_val_epoch", event.val_loss),
+                            ("accuracy_train_epoch", 100.0 * event.train_accuracy),
+                            ("accuracy_val_epoch", 100.0 * event.val_accuracy)):
+            if math.isfinite(value):  # a marker curve of only NaN upsets pyqtgraph's bounds
+                self._append(name, x, value)
 
     def point_count(self, name: str) -> int:
         """Points buffered for curve ``name`` (e.g. 'loss_raw', 'accuracy_val_epoch')."""

@@ -20,6 +20,7 @@ from PySide6.QtCore import QEventLoop, QObject, QThread, QTimer, Signal, Slot
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
 from workbench.core.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+from workbench.gui.long_lived_objects import freeze_long_lived_objects
 
 
 class _SignalCallback(Callback):
@@ -109,6 +110,7 @@ class TrainingWorker(QObject):
         try:
             from workbench.core.engine import train
 
+            freeze_long_lived_objects()  # torch is loaded: see long_lived_objects
             train(self._config, callback=_SignalCallback(self), control=self._control)
         except BaseException as exc:  # a worker reports everything and never raises
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
@@ -157,7 +157,7 @@ def test_dropping_a_folder_scans_it_and_a_file_is_refused(qtbot, panel, tmp_path
     root = write_shape_dataset(tmp_path / "dropped", per_class=4)
     a_file = tmp_path / "readme.txt"
     a_file.write_text("x")
-    position = QPointF(20, 20)
+    position = QPoint(20, 20)
     buttons, modifiers = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
 
     file_mime = make_drop_mime(a_file)

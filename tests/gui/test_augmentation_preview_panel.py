@@ -60,7 +60,8 @@ def test_five_crop_shows_five_model_size_crops_for_train_and_val(qtbot, panel, p
         assert [t.caption_label.text() for t in view.tiles][0] == "1 · top-left"
         assert [t.caption_label.text() for t in view.tiles][4] == "5 · center"
         resized = view.resized_label.pixmap()
-        assert (resized.width(), resized.height()) == (341, 256)  # 640x480 at 256 short side
+        # 640x480 resized to 256 on the short side (341x256), fitted to the 240 px box
+        assert (resized.width(), resized.height()) == (320, 240)
         assert len(crops.crops) == 5
     # the top-left crop holds the red disc drawn in the original's top-left corner
     top_left = panel.train_view.tiles[0].image_label.pixmap().toImage()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from workbench.core.five_crop_preview import AugmentationPreview, CropPreview
 
 BOX_COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4")
-RESIZED_MAX_HEIGHT = 300
+RESIZED_MAX_HEIGHT = 240
 RESIZED_MAX_WIDTH = 640
 CROP_COLUMNS = 5
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
@@ -70,12 +70,14 @@ def draw_crop_boxes(resized: np.ndarray, crops: CropPreview) -> QPixmap:
     """
     pixmap = QPixmap.fromImage(numpy_to_qimage(resized))
     height, width = resized.shape[:2]
-    scale = min(1.0, RESIZED_MAX_HEIGHT / height, RESIZED_MAX_WIDTH / width)
-    if scale < 1.0:
-        pixmap = pixmap.scaled(
-            round(width * scale), round(height * scale),
-            Qt.AspectRatioMode.IgnoreAspectRatio, Qt.TransformationMode.SmoothTransformation,
-        )
+    # Fit the display box both ways: small images (digits, thumbnails) are enlarged with
+    # nearest-neighbour sampling so their pixels stay visible as pixels.
+    scale = min(RESIZED_MAX_HEIGHT / height, RESIZED_MAX_WIDTH / width)
+    if scale != 1.0:
+        mode = (Qt.TransformationMode.SmoothTransformation if scale < 1.0
+                else Qt.TransformationMode.FastTransformation)
+        pixmap = pixmap.scaled(round(width * scale), round(height * scale),
+                               Qt.AspectRatioMode.IgnoreAspectRatio, mode)
     painter = QPainter(pixmap)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     font = QFont(painter.font())

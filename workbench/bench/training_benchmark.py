@@ -87,6 +87,37 @@ def model_only_images_per_second(args: argparse.Namespace, steps: int) -> float:
     return args.batch * len(durations) / sum(durations)
 
 
+def largest_batch_that_fits(args: argparse.Namespace, limit: int = 4096) -> tuple[int, int]:
+    """CUDA only: the largest power-of-two batch (five crops each) that trains one step, and
+    the peak memory of that step in bytes."""
+    device = resolve_device(args.device)
+    config = _config(args, Path("."), Path("."))
+    model = build_model(config, 4).to(device).to(memory_format=torch.channels_last)
+    optimizer = build_optimizer(config, apply_finetune_mode(model, "full"))
+    scaler = torch.amp.GradScaler("cuda")
+    best, best_peak, batch = 0, 0, 8
+    while batch <= limit:
+        try:
+            torch.cuda.reset_peak_memory_stats(device)
+            inputs = torch.randn(batch * 5, 3, args.crop, args.crop, device=device)
+            labels = torch.randint(0, 4, (batch,), device=device)
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss, _ = multicrop_loss(model(inputs), labels, 5, "average_logits")
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            torch.cuda.synchronize(device)
+            best, best_peak = batch, torch.cuda.max_memory_allocated(device)
+        except torch.cuda.OutOfMemoryError:
+            break
+        finally:
+            inputs = labels = loss = None
+            torch.cuda.empty_cache()
+        batch *= 2
+    return best, best_peak
+
+
 def head_epoch_seconds(args: argparse.Namespace, data: Path, out: Path, cached: bool) -> float:
     """Median seconds of a last-layer epoch after the first, with or without cached features."""
     timings = _Timings()
@@ -131,6 +162,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'last-layer epoch, recomputing backbone, s':<44}{recomputed:>14.3f}")
     print(f"{'last-layer epoch, cached features, s':<44}{cached:>14.4f}")
     print(f"{'  speed-up from the feature cache (>= 50)':<44}{recomputed / cached:>13.1f}x")
+    if resolve_device(args.device).startswith("cuda"):
+        batch, peak = largest_batch_that_fits(args)
+        print(f"{'largest batch that fits (x5 crops, AMP)':<44}{batch:>14d}")
+        print(f"{'  peak memory at that batch, GiB':<44}{peak / 1024**3:>14.2f}")
 
 
 if __name__ == "__main__":

@@ -157,6 +157,24 @@ def build_data_pipeline(
                         class_weights, sampler_name, failure_log)
 
 
+def loader_like(
+    loader: DataLoader, sampler: Any = None, persistent_workers: bool | None = None
+) -> DataLoader:
+    """A loader over the same dataset with the same batch and worker settings as ``loader``,
+    reading in ``sampler``'s order (file order when None)."""
+    workers = loader.num_workers
+    return DataLoader(
+        loader.dataset,
+        batch_size=loader.batch_size,
+        sampler=sampler,
+        shuffle=False,
+        num_workers=workers,
+        pin_memory=loader.pin_memory,
+        persistent_workers=workers > 0 if persistent_workers is None else persistent_workers,
+        prefetch_factor=loader.prefetch_factor if workers > 0 else None,
+    )
+
+
 def inverse_frequency_weights(counts: list[int]) -> torch.Tensor:
     """Class weights proportional to 1/count, scaled to a mean of 1 (float32)."""
     inverse = torch.tensor([1.0 / max(c, 1) for c in counts], dtype=torch.float32)

@@ -15,6 +15,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
+from workbench.core.data_pipeline import loader_like
+
 
 @dataclass(frozen=True)
 class DistributedContext:
@@ -64,16 +66,7 @@ class DistributedContext:
         sampler = DistributedSampler(
             loader.dataset, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=seed
         )
-        workers = loader.num_workers
-        return DataLoader(
-            loader.dataset,
-            batch_size=loader.batch_size,
-            sampler=sampler,
-            num_workers=workers,
-            pin_memory=loader.pin_memory,
-            persistent_workers=workers > 0,
-            prefetch_factor=loader.prefetch_factor if workers > 0 else None,
-        )
+        return loader_like(loader, sampler=sampler)
 
     def barrier(self) -> None:
         if self.enabled and dist.is_initialized():

@@ -15,6 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from workbench.core.control import RunControl
+from workbench.core.data_pipeline import loader_like
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -36,16 +37,7 @@ class CachedFeatures:
 
 def unshuffled_loader(loader: DataLoader) -> DataLoader:
     """The same dataset and worker settings as ``loader``, in file order, every sample once."""
-    workers = loader.num_workers
-    return DataLoader(
-        loader.dataset,
-        batch_size=loader.batch_size,
-        shuffle=False,
-        num_workers=workers,
-        pin_memory=loader.pin_memory,
-        persistent_workers=False,
-        prefetch_factor=loader.prefetch_factor if workers > 0 else None,
-    )
+    return loader_like(loader, persistent_workers=False)
 
 
 @torch.no_grad()

@@ -185,3 +185,35 @@ def _valid(obj: object) -> bool:
     import shiboken6
 
     return shiboken6.isValid(obj)
+
+
+def test_resume_from_a_checkpoint_continues_the_run(qtbot, window, shapes_dataset, tiny_config):
+    from workbench.core.checkpoint_format import load_checkpoint
+    from workbench.core.engine import train
+
+    first = train(tiny_config.replace(epochs=1, run_name="first"))
+    assert first.status == "completed"
+    open_dataset(qtbot, window, shapes_dataset)
+
+    assert window.resume_from(first.last_checkpoint_path)
+    config = window.config_form.config()
+    assert config.resume == first.last_checkpoint_path
+    assert config.data_root == str(shapes_dataset) and config.run_name == "first"
+    window.config_form.update_config(epochs=2)
+    with qtbot.waitSignal(window.controller.run_ended, timeout=RUN_TIMEOUT_MS) as ended:
+        assert window.start_training()
+    qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
+
+    assert ended.args[0].status == "completed" and ended.args[0].epochs_completed == 2
+    assert ended.args[0].run_dir == first.run_dir
+    assert load_checkpoint(first.last_checkpoint_path)["epoch"] == 2
+    assert window.config_form.config().resume == ""  # the next Start is a new run
+
+
+def test_resume_without_the_runs_config_is_refused(qtbot, window, tmp_path):
+    stray = tmp_path / "elsewhere" / "last.pt"
+    stray.parent.mkdir()
+    stray.write_bytes(b"x")
+    assert not window.resume_from(str(stray))
+    assert "config.json" in window.last_error and str(stray) in window.last_error
+    assert window.config_form.config().resume == ""

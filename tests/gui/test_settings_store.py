@@ -97,3 +97,10 @@ def test_config_file_errors_name_the_file(tmp_path):
     blocker.write_text("")
     with pytest.raises(ConfigError, match="cannot save config"):
         save_config_file(TrainConfig(), blocker / "config.json")
+
+
+def test_a_pending_resume_is_not_carried_into_the_next_launch(tmp_path):
+    store = SettingsStore()
+    store.save_config(TrainConfig(data_root=str(tmp_path), resume=str(tmp_path / "last.pt")))
+    restored = SettingsStore().load_config()
+    assert restored.resume == "" and restored.data_root == str(tmp_path)

@@ -178,6 +178,22 @@ class MainWindow(QMainWindow):
         self.log_panel.append_text("info", f"Loaded config {path}")
         return True
 
+    def resume_from(self, checkpoint: str) -> bool:
+        """Set up continuing the run that wrote ``checkpoint`` (its last.pt): the run's own
+        settings with ``resume`` set, so Start trains the epochs it has not done yet."""
+        run_dir = Path(checkpoint).parent
+        try:
+            config = TrainConfig.load(run_dir)
+        except ConfigError as exc:
+            self.show_error("Cannot resume", f"{checkpoint}: needs the run's config.json "
+                                             f"beside it ({exc})")
+            return False
+        self.apply_config(config.replace(resume=str(checkpoint)))
+        self.log_panel.append_text("info", f"Start continues the run in {run_dir} from "
+                                           f"{Path(checkpoint).name}; raise Epochs to train "
+                                           "longer than it was set to.")
+        return True
+
     def save_config_to(self, path: str) -> bool:
         """Save the form's config as JSON; a problem is shown and False returned."""
         try:
@@ -296,6 +312,8 @@ class MainWindow(QMainWindow):
                     f"accuracy {100 * event.val_accuracy:.1f}%{best}")
 
     def _on_run_ended(self, event: RunEnd) -> None:
+        if self.config_form.config().resume:  # resuming is for that one run; Start starts anew
+            self.config_form.update_config(resume="")
         self._plots().flush()
         self.status_panel.show_run_end(event)
         self.results_panel.show_run_end(event)

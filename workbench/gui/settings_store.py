@@ -57,8 +57,9 @@ class SettingsStore:
             return TrainConfig()
 
     def save_config(self, config: TrainConfig) -> None:
-        """Remember ``config`` for the next session."""
-        self._settings.setValue(CONFIG_KEY, config.to_json())
+        """Remember ``config`` for the next session (not ``resume``: continuing a run is chosen
+        for that run, never carried silently into a later launch)."""
+        self._settings.setValue(CONFIG_KEY, config.replace(resume="").to_json())
 
     # ------------------------------------------------------------------ recent folders
     def recent_folders(self) -> list[str]:

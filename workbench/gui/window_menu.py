@@ -31,13 +31,14 @@ class FileMenu(QObject):
         self.load_config = QAction("&Load config\u2026", window)
         self.save_config = QAction("&Save config\u2026", window)
         self.save_config.setShortcut(QKeySequence.StandardKey.Save)
+        self.resume_run = QAction("&Resume from checkpoint\u2026", window)
         self.export_model = QAction("&Export model (TorchScript)\u2026", window)
         self.open_run_folder = QAction("Open run &folder", window)
         self.quit = QAction("&Quit", window)
         self.quit.setShortcut(QKeySequence.StandardKey.Quit)
         for item in (self.open_folder, self.recent_menu, None, self.load_config,
-                     self.save_config, None, self.export_model, self.open_run_folder, None,
-                     self.quit):
+                     self.save_config, self.resume_run, None, self.export_model,
+                     self.open_run_folder, None, self.quit):
             if item is None:
                 menu.addSeparator()
             elif isinstance(item, QMenu):
@@ -49,13 +50,14 @@ class FileMenu(QObject):
         self.recent_menu.aboutToShow.connect(self._update_recent_menu)
         self.load_config.triggered.connect(self._on_load_config_triggered)
         self.save_config.triggered.connect(self._on_save_config_triggered)
+        self.resume_run.triggered.connect(self._on_resume_run_triggered)
         self.export_model.triggered.connect(self._on_export_triggered)
         self.open_run_folder.triggered.connect(self._on_open_run_folder_triggered)
         self.quit.triggered.connect(window.close)
 
     def set_training(self, running: bool) -> None:
         """Changing the folder or the config during a run would not affect it; disable both."""
-        for action in (self.open_folder, self.load_config):
+        for action in (self.open_folder, self.load_config, self.resume_run):
             action.setEnabled(not running)
         self.recent_menu.setEnabled(not running)
 
@@ -71,6 +73,13 @@ class FileMenu(QObject):
                                               "Config (*.json);;All files (*)")
         if path:
             self._window.load_config_from(path)
+
+    def _on_resume_run_triggered(self) -> None:
+        start = self._window.config_form.config().output_dir
+        path, _ = QFileDialog.getOpenFileName(self._window, "Resume from checkpoint", start,
+                                              "Checkpoint (last.pt *.pt);;All files (*)")
+        if path:
+            self._window.resume_from(path)
 
     def _on_save_config_triggered(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self._window, "Save config",

@@ -20,10 +20,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -34,6 +30,7 @@ from workbench.gui.config_form import ConfigForm
 from workbench.gui.device_panel import DevicePanel
 from workbench.gui.log_panel import LogPanel
 from workbench.gui.long_lived_objects import freeze_long_lived_objects
+from workbench.gui.main_window_layout import build_main_layout
 from workbench.gui.results_panel import ResultsPanel
 from workbench.gui.run_status_panel import RunStatusPanel
 from workbench.gui.settings_store import SettingsStore, load_config_file, save_config_file
@@ -77,7 +74,7 @@ class MainWindow(QMainWindow):
         self.results_panel = ResultsPanel()
         self.device_status = QLabel("Detecting devices\u2026")
         self.file_menu = FileMenu(self)
-        self._build_layout()
+        build_main_layout(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
@@ -113,10 +110,10 @@ class MainWindow(QMainWindow):
         self.dataset_panel.set_recent_folders(self._settings.recent_folders())
         self.dataset_panel.set_scan_options(self.config_form.config().val_fraction,
                                             self.config_form.config().seed)
-        self._dataset_page.layout().addWidget(self.dataset_panel)
-        self._plots_page.layout().addWidget(self.plots)
-        self._dataset_placeholder.hide()
-        self._plots_placeholder.hide()
+        self.dataset_page.layout().addWidget(self.dataset_panel)
+        self.plots_page.layout().addWidget(self.plots)
+        self.dataset_placeholder.hide()
+        self.plots_placeholder.hide()
 
         self.dataset_panel.folder_changed.connect(self._on_folder_changed)
         self.dataset_panel.dataset_scanned.connect(self._on_dataset_scanned)
@@ -370,50 +367,3 @@ class MainWindow(QMainWindow):
                           self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
-
-    def _build_layout(self) -> None:
-        self._dataset_page, self._dataset_placeholder = _placeholder_page("Loading\u2026")
-        self._plots_page, self._plots_placeholder = _placeholder_page("Loading plots\u2026")
-        self.left_tabs = QTabWidget()
-        self.left_tabs.addTab(self._dataset_page, "Dataset")
-        self.left_tabs.addTab(self.preview_panel, "Preview")
-        settings_page = QWidget()
-        settings_page.setMaximumWidth(860)  # long rows of wide fields are hard to read
-        settings_layout = QVBoxLayout(settings_page)
-        settings_layout.addWidget(self.device_panel)
-        settings_layout.addWidget(self.config_form)
-        settings_scroll = QScrollArea()
-        settings_scroll.setWidgetResizable(True)
-        settings_scroll.setWidget(settings_page)
-        self.training_tab = QSplitter(Qt.Orientation.Vertical)
-        self.training_tab.addWidget(self.status_panel)
-        self.training_tab.addWidget(self._plots_page)
-        self.training_tab.addWidget(self.log_panel)
-        self.training_tab.setStretchFactor(1, 1)
-        self.training_tab.setSizes([200, 640, 130])
-        self.right_tabs = QTabWidget()
-        self.right_tabs.addTab(settings_scroll, "Settings")
-        self.right_tabs.addTab(self.training_tab, "Training")
-        self.right_tabs.addTab(self.results_panel, "Results")
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(self.controls)
-        right_layout.addWidget(self.right_tabs, 1)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.left_tabs)
-        splitter.addWidget(right)
-        splitter.setSizes([600, 1000])
-        self.setCentralWidget(splitter)
-        self.statusBar().addPermanentWidget(self.device_status)
-
-
-def _placeholder_page(text: str) -> tuple[QWidget, QLabel]:
-    """A page holding a centred label until its real panel is added below it."""
-    page = QWidget()
-    layout = QVBoxLayout(page)
-    layout.setContentsMargins(0, 0, 0, 0)
-    label = QLabel(text, page)
-    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    layout.addWidget(label)
-    return page, label

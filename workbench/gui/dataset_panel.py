@@ -193,20 +193,14 @@ class DatasetPanel(QWidget):
         self.issues_group = QGroupBox("Files left out and other problems")
         issues_layout = QVBoxLayout(self.issues_group)
         issues_layout.addWidget(self.issues_list)
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(classes_group)
-        left.addWidget(self.issues_group)
-        left.setStretchFactor(0, 3)
-        left.setStretchFactor(1, 1)
-
         images_group = QGroupBox("Training images")
         images_layout = QVBoxLayout(images_group)
         images_layout.addWidget(self.thumbnails)
-        body = QSplitter(Qt.Orientation.Horizontal)
-        body.addWidget(left)
-        body.addWidget(images_group)
-        body.setStretchFactor(0, 2)
-        body.setStretchFactor(1, 3)
+        # One column of full-width sections: the thumbnail grid gets the panel's whole width.
+        body = QSplitter(Qt.Orientation.Vertical)
+        for section, stretch in ((classes_group, 3), (self.issues_group, 1), (images_group, 4)):
+            body.addWidget(section)
+            body.setStretchFactor(body.count() - 1, stretch)
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)

@@ -150,3 +150,17 @@ def test_show_buttons_pick_the_splits_on_screen(qtbot, panel, photo):
     assert not panel.train_view.isVisible() and panel.val_view.isVisible()
     qtbot.mouseClick(panel.show_buttons["both"], Qt.MouseButton.LeftButton)
     assert panel.train_view.isVisible() and panel.val_view.isVisible()
+
+
+def test_small_digit_crops_are_enlarged_pixel_for_pixel(qtbot, panel, photo):
+    preview = show_preview(qtbot, panel, config(model="small_cnn", weights="none",
+                                                crop_mode="five_crop", resize_size=32,
+                                                crop_size=28), photo)
+    tile = panel.val_view.tiles[0]
+    assert tile_sizes(panel.val_view) == [QSize(112, 112)] * 5  # 28 x 4
+    assert tile.caption_label.text() == "1 · top-left (\u00d74)"
+    shown = tile.image_label.pixmap().toImage()
+    crop = preview.val.crops[0]  # the 28x28 crop the model receives
+    for y, x in ((0, 0), (13, 7), (27, 27)):
+        colour = shown.pixelColor(4 * x + 2, 4 * y + 2)
+        assert (colour.red(), colour.green(), colour.blue()) == tuple(int(v) for v in crop[y, x])

@@ -8,6 +8,7 @@ arrays into pixmaps and paints the boxes.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,8 @@ BOX_COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4")
 RESIZED_MAX_HEIGHT = 240
 RESIZED_MAX_WIDTH = 640
 CROP_COLUMNS = 5
+# Crops narrower than this are shown enlarged by a whole factor.
+MIN_CROP_DISPLAY = 96
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
 DEBOUNCE_MS = 30
 # The settings a preview depends on; changing any other (lr, epochs...) keeps the preview.
@@ -152,7 +155,14 @@ class CropTile(QFrame):
         layout.addWidget(self.caption_label)
 
     def show_crop(self, pixmap: QPixmap, caption: str, colour: QColor) -> None:
-        """Show ``pixmap`` unscaled: these are the pixels the model receives."""
+        """Show the pixels the model receives: as they are, or, for crops too small to see
+        (28x28 digits), enlarged by a whole factor so every pixel stays one square."""
+        factor = max(1, math.ceil(MIN_CROP_DISPLAY / max(1, pixmap.width())))
+        if factor > 1:
+            pixmap = pixmap.scaled(pixmap.width() * factor, pixmap.height() * factor,
+                                   Qt.AspectRatioMode.IgnoreAspectRatio,
+                                   Qt.TransformationMode.FastTransformation)
+            caption = f"{caption} (\u00d7{factor})"
         self.image_label.setPixmap(pixmap)
         self.caption_label.setText(caption)
         self.setStyleSheet(

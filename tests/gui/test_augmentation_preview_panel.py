@@ -157,10 +157,10 @@ def test_small_digit_crops_are_enlarged_pixel_for_pixel(qtbot, panel, photo):
                                                 crop_mode="five_crop", resize_size=32,
                                                 crop_size=28), photo)
     tile = panel.val_view.tiles[0]
-    assert tile_sizes(panel.val_view) == [QSize(112, 112)] * 5  # 28 x 4
-    assert tile.caption_label.text() == "1 · top-left (\u00d74)"
+    assert tile_sizes(panel.val_view) == [QSize(56, 56)] * 5  # 28 x 2
+    assert tile.caption_label.text() == "1 · top-left (\u00d72)"
     shown = tile.image_label.pixmap().toImage()
     crop = preview.val.crops[0]  # the 28x28 crop the model receives
     for y, x in ((0, 0), (13, 7), (27, 27)):
-        colour = shown.pixelColor(4 * x + 2, 4 * y + 2)
+        colour = shown.pixelColor(2 * x + 1, 2 * y + 1)
         assert (colour.red(), colour.green(), colour.blue()) == tuple(int(v) for v in crop[y, x])

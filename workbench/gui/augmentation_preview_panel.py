@@ -41,7 +41,7 @@ RESIZED_MAX_HEIGHT = 240
 RESIZED_MAX_WIDTH = 640
 CROP_COLUMNS = 5
 # Crops narrower than this are shown enlarged by a whole factor.
-MIN_CROP_DISPLAY = 96
+MIN_CROP_DISPLAY = 48
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
 DEBOUNCE_MS = 30
 # The settings a preview depends on; changing any other (lr, epochs...) keeps the preview.

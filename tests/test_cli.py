@@ -99,8 +99,8 @@ def test_torchrun_two_processes_share_each_epoch(trained_run, tmp_path):
     _, data, _, _ = trained_run
     env = dict(os.environ, WORKBENCH_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-         "--master_port=29533", "-m", "workbench", "train", "--data-root", str(data),
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "workbench", "train", "--data-root", str(data),
          "--weights", "none", "--finetune", "full", "--resize-size", "32", "--crop-size", "28",
          "--batch-size", "8", "--epochs", "1", "--workers", "0", "--output-dir",
          str(tmp_path / "runs"), "--run-name", "ddp"],

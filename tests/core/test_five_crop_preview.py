@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image, ImageDraw, JpegImagePlugin
+from PIL import Image, ImageDraw
 from torchvision.transforms.v2 import functional as F
 
 from workbench.core.batch_preparation import BatchPreparer
@@ -128,21 +128,13 @@ def test_pil_image_input_and_exif_rotated_size(tmp_path: Path) -> None:
     assert np.array_equal(from_path.val.resized, preview.val.resized)
 
 
-def test_large_jpeg_previews_quickly_through_draft_decoding(tmp_path: Path, monkeypatch) -> None:
+def test_large_jpeg_previews_quickly_through_draft_decoding(tmp_path: Path, draft_scales) -> None:
     path = tmp_path / "large.jpg"
     image = Image.new("RGB", (6000, 4000), (40, 70, 100))
     ImageDraw.Draw(image).ellipse((1500, 800, 4500, 3600), fill=(220, 180, 40))
     image.save(path, quality=90)
     del image
-    scales: list[int] = []
-    original_draft = JpegImagePlugin.JpegImageFile.draft
-
-    def spy(self, mode, size):
-        result = original_draft(self, mode, size)
-        scales.append(self.decoderconfig[0])
-        return result
-
-    monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "draft", spy)
+    scales = draft_scales
     started = time.perf_counter()
     preview = five_crop_preview(str(path), TrainConfig())
     elapsed = time.perf_counter() - started

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image, JpegImagePlugin
+from PIL import Image
 
 from workbench.core import image_cache
 from workbench.core.image_cache import (
@@ -56,17 +56,9 @@ def test_tall_and_alpha_and_palette_images_become_rgb(tmp_path: Path) -> None:
         assert tuple(load_image_uint8(str(tmp_path / name), 16).shape) == (3, 16, 16)
 
 
-def test_large_jpeg_is_draft_decoded_close_to_full_decode(tmp_path: Path, monkeypatch) -> None:
+def test_large_jpeg_is_draft_decoded_close_to_full_decode(tmp_path: Path, draft_scales) -> None:
     path = _photo(tmp_path / "photo.jpg", (800, 600), quality=90)
-    scales: list[int] = []
-    original_draft = JpegImagePlugin.JpegImageFile.draft
-
-    def spy(self, mode, size):
-        result = original_draft(self, mode, size)
-        scales.append(self.decoderconfig[0])
-        return result
-
-    monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "draft", spy)
+    scales = draft_scales
     image = load_image_uint8(str(path), 64)
 
     assert scales == [8]  # 800x600 -> decoded at 100x75, never below the 85x64 target

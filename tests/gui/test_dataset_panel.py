@@ -14,7 +14,6 @@ from workbench.core.synthetic_images import write_shape_dataset
 from workbench.gui.dataset_panel import DatasetPanel
 
 SCAN_TIMEOUT_MS = 20_000
-# Qt's offscreen platform warns whenever a shown window's layout changes its size limits.
 
 
 @pytest.fixture

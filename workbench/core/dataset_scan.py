@@ -187,10 +187,7 @@ def _scan_flat(
     train: list[tuple[str, int]] = []
     val: list[tuple[str, int]] = []
     for name in class_names:
-        folder = os.path.join(root, name)
-        files = _collect_class(folder, verify, skipped)
-        if not files:
-            raise DatasetError(_no_images_message(folder, skipped))
+        files = _required_class_images(os.path.join(root, name), verify, skipped)
         class_train, class_val = _split_class(files, val_fraction, f"{seed}:{name}")
         train.extend((path, class_to_idx[name]) for path in class_train)
         val.extend((path, class_to_idx[name]) for path in class_val)
@@ -207,10 +204,7 @@ def _scan_train_val(
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     train: list[tuple[str, int]] = []
     for name in class_names:
-        folder = os.path.join(train_root, name)
-        files = _collect_class(folder, verify, skipped)
-        if not files:
-            raise DatasetError(_no_images_message(folder, skipped))
+        files = _required_class_images(os.path.join(train_root, name), verify, skipped)
         train.extend((path, class_to_idx[name]) for path in files)
     val: list[tuple[str, int]] = []
     mismatches: list[str] = []
@@ -260,6 +254,14 @@ def _class_names(folder: str, subfolders: list[str]) -> list[str]:
             f"({folder}/<class>/image.jpg)"
         )
     return names
+
+
+def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
+    """The images of a training class folder; a class with none cannot be trained."""
+    files = _collect_class(folder, verify, skipped)
+    if not files:
+        raise DatasetError(_no_images_message(folder, skipped))
+    return files
 
 
 def _collect_class(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:

@@ -144,8 +144,9 @@ def imagenet_weights_path() -> Path:
 def _imagenet_state_dict(report: Report) -> dict[str, Tensor]:
     """The ImageNet state dict from the hub cache, downloading it once when it is not there.
 
-    ``resnet18(weights=...)`` would fetch the same file, but it prints to stdout and loads it
-    with ``weights_only=False``; this uses the same URL and cache file and loads it safely.
+    ``resnet18(weights=...)`` would fetch the same file, but it prints to stdout and does not
+    restrict unpickling; this uses the same URL and cache file and loads it with
+    ``torch.load(weights_only=True)`` like every other file.
     """
     url = _imagenet_weights().url
     path = imagenet_weights_path()

@@ -62,12 +62,6 @@ def write_run_config(
     atomic_write_text(run_dir / CONFIG_FILE, json.dumps(document, indent=2, default=str) + "\n")
 
 
-def read_run_config(run_dir: Path | str) -> TrainConfig:
-    path = Path(run_dir) / CONFIG_FILE
-    document = json.loads(path.read_text(encoding="utf-8"))
-    return TrainConfig.from_dict(document["config"], source=str(path))
-
-
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -45,13 +45,8 @@ class _SignalCallback(Callback):
         self._worker.emit_run_end(event)
 
 
-class TrainingWorker(QObject):
-    """Runs ``engine.train(config)`` once, in whatever thread it has been moved to.
-
-    Signals carry the engine's frozen event dataclasses. ``errored`` is emitted for anything the
-    engine raised (it should report problems itself, so this is a last resort), and ``finished``
-    is always the last signal.
-    """
+class RunSignals(QObject):
+    """The signals of one training run, declared once for the worker and the controller."""
 
     run_started = Signal(object)
     step_finished = Signal(object)
@@ -60,6 +55,21 @@ class TrainingWorker(QObject):
     run_ended = Signal(object)
     errored = Signal(str)
     finished = Signal()
+
+
+# The run's own events, forwarded from the worker to the controller; ``finished`` is not
+# forwarded: the controller emits it when the thread itself has finished.
+FORWARDED_SIGNALS = ("run_started", "step_finished", "epoch_ended", "message_logged",
+                     "run_ended", "errored")
+
+
+class TrainingWorker(RunSignals):
+    """Runs ``engine.train(config)`` once, in whatever thread it has been moved to.
+
+    Signals carry the engine's frozen event dataclasses. ``errored`` is emitted for anything the
+    engine raised (it should report problems itself, so this is a last resort), and ``finished``
+    is always the last signal.
+    """
 
     def __init__(self, config: TrainConfig, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -119,21 +129,13 @@ class TrainingWorker(QObject):
             self.finished.emit()
 
 
-class TrainingController(QObject):
+class TrainingController(RunSignals):
     """Owns the one training thread: starts it, forwards its signals, stops it and waits for it.
 
     The forwarded signals are emitted in the thread the controller lives in (the UI thread), so
     widgets can be connected to them once, for every run. ``finished`` is emitted when the
     thread itself has finished, which is what ``closeEvent`` waits for.
     """
-
-    run_started = Signal(object)
-    step_finished = Signal(object)
-    epoch_ended = Signal(object)
-    message_logged = Signal(object)
-    run_ended = Signal(object)
-    errored = Signal(str)
-    finished = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -160,8 +162,7 @@ class TrainingController(QObject):
             raise RuntimeError("a training run is already in progress")
         thread, worker = create_training_thread(config)
         # Connect before the thread starts, so not even an immediate failure can be missed.
-        for name in ("run_started", "step_finished", "epoch_ended", "message_logged",
-                     "run_ended", "errored"):
+        for name in FORWARDED_SIGNALS:
             getattr(worker, name).connect(getattr(self, name))
         thread.finished.connect(self._on_thread_finished)
         self._thread, self._worker = thread, worker
@@ -229,12 +230,4 @@ def create_training_thread(config: TrainConfig) -> tuple[QThread, TrainingWorker
     worker.finished.connect(thread.quit)
     worker.finished.connect(worker.deleteLater)
     thread.finished.connect(thread.deleteLater)
-    return thread, worker
-
-
-def start_training(config: TrainConfig) -> tuple[QThread, TrainingWorker]:
-    """``create_training_thread`` and start it; connect to the worker's signals before calling
-    this when the first events matter, or use :class:`TrainingController`."""
-    thread, worker = create_training_thread(config)
-    thread.start()
     return thread, worker

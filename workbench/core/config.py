@@ -17,6 +17,7 @@ CROP_STRATEGIES = ("repeat_labels", "average_logits")
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULERS = ("step", "cosine", "none")
 IMBALANCE_OPTIONS = ("none", "weighted_loss", "weighted_sampler")
+AMP_DTYPES = ("auto", "float16", "bfloat16")
 
 
 def default_workers() -> int:
@@ -52,6 +53,8 @@ class TrainConfig:
     train_hflip: bool = True
     # optimisation
     epochs: int = 10
+    # batch_size is per process: under torchrun with N processes the global batch is
+    # N * batch_size, and lr applies to that global batch (gradients are averaged).
     batch_size: int = 32
     optimizer: str = "sgd"
     lr: float = 0.001
@@ -63,6 +66,7 @@ class TrainConfig:
     imbalance: str = "none"
     # speed
     amp: bool = True
+    amp_dtype: str = "auto"  # auto: bfloat16 where the GPU supports it, else float16
     channels_last: bool = True
     workers: int = field(default_factory=default_workers)
     pin_memory: bool = True
@@ -70,6 +74,10 @@ class TrainConfig:
     cache_features: bool = True
     cache_dir: str = ""
     max_steps_per_epoch: int = 0
+    # faults
+    max_failed_images: int = 20  # the run stops when more images than this fail to decode
+    loader_timeout: float = 120.0  # seconds a loader process may take for one batch
+    oom_retry_smaller_batch: bool = False  # on CUDA out of memory, retry with half the batch
     # reproducibility and placement
     seed: int = 0
     deterministic: bool = False
@@ -163,6 +171,7 @@ class TrainConfig:
         choice("optimizer", OPTIMIZERS)
         choice("scheduler", SCHEDULERS)
         choice("imbalance", IMBALANCE_OPTIONS)
+        choice("amp_dtype", AMP_DTYPES)
 
         if not self.data_root:
             problems.append("data_root: choose an image folder")
@@ -202,6 +211,14 @@ class TrainConfig:
             problems.append(f"lr_gamma: must be in (0, 1] (got {self.lr_gamma})")
         if self.workers < 0:
             problems.append(f"workers: must not be negative (got {self.workers})")
+        if self.max_failed_images < 0:
+            problems.append(
+                f"max_failed_images: must not be negative (got {self.max_failed_images})"
+            )
+        if not self.loader_timeout > 0:
+            problems.append(
+                f"loader_timeout: must be more than 0 seconds (got {self.loader_timeout})"
+            )
         if self.max_steps_per_epoch < 0:
             problems.append(
                 f"max_steps_per_epoch: must not be negative (got {self.max_steps_per_epoch})"

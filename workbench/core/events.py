@@ -29,6 +29,7 @@ class RunStart:
     crops_per_sample: int
     feature_cache: bool
     dataset_summary: str
+    precision: str = "float32"  # e.g. 'mixed bfloat16'; see workbench.core.precision
 
 
 @dataclass(frozen=True)

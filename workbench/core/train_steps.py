@@ -47,13 +47,14 @@ class StepContext:
     global_step: int = 0
     nonfinite_streak: int = 0
     max_nonfinite_streak: int = 10
+    amp_dtype: torch.dtype = torch.float16
 
     @property
     def device_type(self) -> str:
         return "cuda" if self.device.startswith("cuda") else "cpu"
 
     def autocast(self) -> torch.autocast:
-        return torch.autocast(self.device_type, dtype=torch.float16, enabled=self.amp)
+        return torch.autocast(self.device_type, dtype=self.amp_dtype, enabled=self.amp)
 
 
 @dataclass
@@ -129,8 +130,9 @@ def _optimise(
     )
     ctx.optimizer.zero_grad(set_to_none=True)
     loss_value = float(loss.item())
-    if not math.isfinite(loss_value) and not ctx.amp:
-        # Without a GradScaler nothing would skip this update: a NaN step ruins every weight.
+    if not math.isfinite(loss_value) and not ctx.scaler.is_enabled():
+        # Without a GradScaler (float32, bfloat16) nothing would skip this update: a NaN step
+        # ruins every weight.
         ctx.nonfinite_streak += 1
         if ctx.nonfinite_streak == 1:
             ctx.callback.on_message(Message(

@@ -48,6 +48,7 @@ from workbench.core.models import (
     split_backbone_head,
 )
 from workbench.core.optimisers import build_optimizer, build_scheduler
+from workbench.core.precision import resolve_precision
 from workbench.core.runs import (
     BEST_MODEL,
     DECODE_FAILURES,
@@ -114,7 +115,7 @@ class TrainingSession:
             scaler=self.scaler, amp=self.amp, crops=self.pipeline.crops_per_sample,
             strategy=cfg.crop_strategy, class_weights=self.pipeline.class_weights,
             callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
-            max_steps=cfg.max_steps_per_epoch,
+            max_steps=cfg.max_steps_per_epoch, amp_dtype=self.precision.dtype,
         )
         self.use_feature_cache = self._feature_cache_wanted()
 
@@ -127,10 +128,14 @@ class TrainingSession:
         params = apply_finetune_mode(self.model, cfg.finetune)
         self.optimizer = build_optimizer(cfg, params)
         self.scheduler = build_scheduler(cfg, self.optimizer)
-        self.amp = cfg.amp and self.device.startswith("cuda")
+        self.precision = resolve_precision(cfg.amp, cfg.amp_dtype, self.device)
+        self.amp = self.precision.autocast
         if cfg.amp and not self.amp:
             self._say("info", "Mixed precision (amp) is a CUDA feature; this CPU run uses float32.")
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp)
+        elif self.amp:
+            self._say("info", f"Training in {self.precision.label} precision "
+                              f"(amp_dtype {cfg.amp_dtype}).")
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.precision.grad_scaler)
         self.head = split_backbone_head(self.model)[1]
 
     def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
@@ -219,6 +224,7 @@ class TrainingSession:
             val_samples=len(self.scan.val), epochs=cfg.epochs, start_epoch=self.start_epoch,
             steps_per_epoch=steps, crops_per_sample=self.pipeline.crops_per_sample,
             feature_cache=self.use_feature_cache, dataset_summary=self.scan.describe(),
+            precision=self.precision.label,
         )
 
     def _cache_features(self) -> bool:

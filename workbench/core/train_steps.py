@@ -65,6 +65,11 @@ class EpochResult:
     seconds: float
     cancelled: bool
     steps: int
+    # The sums behind the two averages, so processes under torchrun can combine theirs exactly.
+    loss_total: float = 0.0
+    loss_count: int = 0
+    accuracy_total: float = 0.0
+    accuracy_count: int = 0
 
 
 @dataclass
@@ -190,7 +195,7 @@ def _epoch_result(
     steps: int,
 ) -> EpochResult:
     return EpochResult(loss.global_avg, acc.global_avg, samples, time.perf_counter() - started,
-                       cancelled, steps)
+                       cancelled, steps, loss.total, loss.count, acc.total, acc.count)
 
 
 @torch.no_grad()

@@ -3,10 +3,17 @@
 ``torchrun --nproc_per_node=N -m workbench train --config run.json`` sets WORLD_SIZE, RANK and
 LOCAL_RANK; each process trains on its share of every epoch, gradients are averaged, and only
 rank 0 writes the run folder and reports events.
+
+``batch_size`` is per process: N processes step with a global batch of N * batch_size, and ``lr``
+applies to that global batch. Epoch figures are global (``reduce_epoch`` sums every process's
+share); step events stay rank 0's own, measured on its shard only, since combining them would
+cost a collective per step.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from dataclasses import dataclass
 
@@ -16,6 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
 from workbench.core.data_pipeline import loader_like
+from workbench.core.train_steps import EpochResult
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,37 @@ class DistributedContext:
             loader.dataset, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=seed
         )
         return loader_like(loader, sampler=sampler)
+
+    def environment(self, batch_size: int) -> dict[str, int]:
+        """What a run's config.json records about its processes."""
+        return {"world_size": self.world_size, "global_batch_size": self.world_size * batch_size}
+
+    def batch_text(self, batch_size: int) -> str:
+        """The batch semantics in words, for the start of a distributed run."""
+        return (f"{self.world_size} processes: batch_size {batch_size} is per process, so each "
+                f"step averages gradients over a global batch of {self.world_size * batch_size} "
+                "(lr applies to that global batch); epoch loss and accuracy cover every process")
+
+    def reduce_epoch(self, result: EpochResult, device: str) -> EpochResult:
+        """``result`` with loss, accuracy and samples over every process's share of the epoch.
+
+        Every process must call this at the same point of the epoch (it is a collective).
+        """
+        if not self.enabled:
+            return result
+        sums = torch.tensor(
+            [result.loss_total, result.loss_count, result.accuracy_total, result.accuracy_count,
+             result.samples], dtype=torch.float64, device=device,
+        )
+        dist.all_reduce(sums)
+        loss_total, loss_count, accuracy_total, accuracy_count, samples = sums.tolist()
+        return dataclasses.replace(
+            result,
+            loss=loss_total / loss_count if loss_count else math.nan,
+            accuracy=accuracy_total / accuracy_count if accuracy_count else math.nan,
+            samples=int(samples), loss_total=loss_total, loss_count=int(loss_count),
+            accuracy_total=accuracy_total, accuracy_count=int(accuracy_count),
+        )
 
     def barrier(self) -> None:
         if self.enabled and dist.is_initialized():

@@ -99,6 +99,8 @@ class TrainingSession:
         self.scan = _scan(cfg)
         resume_state = load_checkpoint(cfg.resume) if cfg.resume else None
         self._open_run_dir(resume_state)
+        if self.dist.enabled:
+            self._say("info", self.dist.batch_text(cfg.batch_size))
         for warning in self.scan.warnings():
             self._say("warning", warning)
         failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
@@ -145,8 +147,9 @@ class TrainingSession:
             self.run_dir = Path(self.config.resume).resolve().parent
         else:
             self.run_dir = create_run_folder(self.config)
-        write_run_config(self.run_dir, self.config, environment_info(self.device),
-                         self.scan.summary())
+        environment = {**environment_info(self.device),
+                       **self.dist.environment(self.config.batch_size)}
+        write_run_config(self.run_dir, self.config, environment, self.scan.summary())
         self._writer = MetricsWriter(self.run_dir / "metrics.jsonl")
         self.events.callbacks.append(self._writer)
 
@@ -203,6 +206,7 @@ class TrainingSession:
             result = self._train_epoch(epoch)
             if result.cancelled:
                 return self._end("cancelled")
+            result = self.dist.reduce_epoch(result, self.device)  # every process's share
             evaluation = self._evaluate()
             if self.control.cancel_requested:
                 return self._end("cancelled")

@@ -44,6 +44,24 @@ def test_train_with_flags_prints_progress_and_exports(trained_run):
     assert json.loads((run_dir / "config.json").read_text())["config"]["epochs"] == 1
 
 
+def test_the_run_summary_says_what_limited_the_speed(trained_run):
+    from workbench.core.bottleneck import diagnose
+    from workbench.core.config import TrainConfig
+    from workbench.core.events import StepStats
+    from workbench.core.runs import read_metrics
+
+    _, _, run_dir, result = trained_run
+    lines = [line for line in result.stderr.splitlines() if line.startswith("bottleneck: ")]
+    assert len(lines) == 1, result.stderr
+    # The same judgement, made again from the step events the run wrote to metrics.jsonl.
+    names = set(StepStats.__dataclass_fields__)
+    steps = [StepStats(**{k: v for k, v in e.items() if k in names})
+             for e in read_metrics(run_dir) if e["event"] == "StepStats"]
+    expected = diagnose(steps, TrainConfig.load(run_dir), device="cpu")
+    assert lines[0] == f"bottleneck: {expected.sentence}"
+    assert lines[0].split(": ")[1] in ("Input-bound", "Compute-bound", "Balanced")
+
+
 def test_predict_prints_top_classes(trained_run):
     work, data, run_dir, _ = trained_run
     image = next((data / "val" / "circle").glob("*.png"))

@@ -140,7 +140,7 @@ def _train_and_maybe_export(config: TrainConfig, export: bool) -> int:
     from workbench.terminal_progress import TerminalProgress
 
     print(describe_device_choice(config.device), file=sys.stderr)
-    end = train(config, TerminalProgress())
+    end = train(config, TerminalProgress(config=config))
     if end.status != "completed":
         return 1
     if export and end.best_model_path:

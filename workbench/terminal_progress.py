@@ -1,4 +1,5 @@
-"""Engine events on a terminal: a progress bar per epoch and one summary line per epoch."""
+"""Engine events on a terminal: a progress bar per epoch, one summary line per epoch, and at the
+end what limited the run's speed."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 import time
 from typing import TextIO
 
+from workbench.core.bottleneck import UNKNOWN, BottleneckMonitor
+from workbench.core.config import TrainConfig
 from workbench.core.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
 
 GIB = 1024**3
@@ -17,10 +20,18 @@ def _format_bytes(value: int | None) -> str:
 
 
 class TerminalProgress(Callback):
-    """Redraws one status line in place on a terminal; prints plain lines to a pipe or file."""
+    """Redraws one status line in place on a terminal; prints plain lines to a pipe or file.
 
-    def __init__(self, stream: TextIO | None = None, min_interval_s: float = 0.2) -> None:
+    Args:
+        stream: where to write; stderr by default.
+        min_interval_s: the least time between redraws of the progress line.
+        config: the run's settings, so the closing bottleneck advice can name them.
+    """
+
+    def __init__(self, stream: TextIO | None = None, min_interval_s: float = 0.2,
+                 config: TrainConfig | None = None) -> None:
         self.stream = stream or sys.stderr
+        self.bottleneck = BottleneckMonitor(config, window=500)  # the run as it ends
         self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
         self.min_interval_s = min_interval_s
         self._last_draw = 0.0
@@ -37,13 +48,16 @@ class TerminalProgress(Callback):
     def on_run_start(self, event: RunStart) -> None:
         memory = f", {_format_bytes(event.memory_total)}" if event.memory_total else ""
         self._print(f"device: {event.device} ({event.device_name}{memory}), "
-                    f"amp {'on' if event.amp else 'off'}")
+                    f"precision {event.precision}")
+        self.bottleneck.clear()
+        self.bottleneck.device = event.device
         self._print(f"data: {event.dataset_summary}")
         cache = ", frozen-backbone features cached" if event.feature_cache else ""
         self._print(f"run folder: {event.run_dir}; {event.steps_per_epoch} steps/epoch, "
                     f"{event.crops_per_sample} crop(s) per image{cache}")
 
     def on_step(self, event: StepStats) -> None:
+        self.bottleneck.add(event)
         percent = int(100 * event.step / max(event.steps_in_epoch, 1))
         now = time.monotonic()
         if self.interactive:
@@ -86,6 +100,9 @@ class TerminalProgress(Callback):
             self._print(f"best model: {event.best_model_path}")
         if event.last_checkpoint_path:
             self._print(f"last checkpoint: {event.last_checkpoint_path}")
+        diagnosis = self.bottleneck.diagnosis()
+        if diagnosis.kind != UNKNOWN:
+            self._print(f"bottleneck: {diagnosis.sentence}")
 
 
 def _num(value: float) -> str:

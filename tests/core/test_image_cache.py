@@ -96,7 +96,7 @@ def test_cache_is_written_then_reused_without_decoding(tmp_path: Path, monkeypat
     def no_decoding(*args):
         raise AssertionError("a cached image was decoded again")
 
-    monkeypatch.setattr(image_cache, "_decode", no_decoding)
+    monkeypatch.setattr(image_cache, "decode_file", no_decoding)
     again = load_image_uint8(str(path), 32, cache_dir=str(cache))
     assert torch.equal(first, again)
 

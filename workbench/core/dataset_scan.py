@@ -11,12 +11,21 @@ from __future__ import annotations
 import math
 import os
 import random
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 # torchvision.datasets.folder.IMG_EXTENSIONS, written out: importing torchvision takes seconds,
 # and the GUI scans folders long before it needs torch.
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+# Folders and files that operating systems, archivers and tools leave behind: never a class,
+# never an image, not worth a line in the skipped list. Folders starting with "." are also
+# ignored (.git, .ipynb_checkpoints), as are AppleDouble "._name" files from macOS zips.
+SYSTEM_FOLDERS = frozenset(
+    {"__MACOSX", "__pycache__", "@eaDir", "$RECYCLE.BIN", "System Volume Information"}
+)
+SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini", "Icon\r"})
 
 # Images with fewer than this many training samples in a class earn a warning.
 FEW_IMAGES = 10
@@ -208,7 +217,7 @@ def _scan_train_val(
         train.extend((path, class_to_idx[name]) for path in files)
     val: list[tuple[str, int]] = []
     mismatches: list[str] = []
-    val_classes = sorted(n for n in _list_folder(val_root)[0] if not n.startswith("."))
+    val_classes = sorted(n for n in _list_folder(val_root)[0] if not _is_ignored_folder(n))
     for name in val_classes:
         folder = os.path.join(val_root, name)
         if name not in class_to_idx:
@@ -247,7 +256,7 @@ def _list_folder(folder: str) -> tuple[list[str], list[str]]:
 
 
 def _class_names(folder: str, subfolders: list[str]) -> list[str]:
-    names = sorted(name for name in subfolders if not name.startswith("."))
+    names = sorted(name for name in subfolders if not _is_ignored_folder(name))
     if not names:
         raise DatasetError(
             f"{folder}: no class subfolders; put each class's images in a folder of its own "
@@ -282,8 +291,10 @@ def _collect_class(folder: str, verify: bool, skipped: list[SkippedFile]) -> lis
             with os.scandir(current) as entries:
                 for entry in entries:
                     if _is_dir(entry):
-                        if not entry.name.startswith("."):
+                        if not _is_ignored_folder(entry.name):
                             pending.append(entry.path)
+                        continue
+                    if _is_system_file(entry.name):
                         continue
                     reason = _file_problem(entry, verify)
                     if reason is None:
@@ -305,10 +316,12 @@ def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
         extension = os.path.splitext(name)[1] or "(none)"
         return f"not an image file (extension {extension})"
     try:
-        size = entry.stat().st_size
+        info = entry.stat()  # follows a symlink: a dangling one fails here
     except OSError as exc:
         return f"cannot read file ({exc.strerror or exc})"
-    if size == 0:
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"  # a FIFO or device would block the loader forever
+    if info.st_size == 0:
         return "empty file (0 bytes)"
     if verify:
         return _identify_problem(entry.path)
@@ -316,15 +329,23 @@ def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
 
 
 def _identify_problem(path: str) -> str | None:
-    from PIL import Image, UnidentifiedImageError
+    """Why Pillow cannot use this file, judged from its header and size alone."""
+    # Imported here: Pillow and numpy are not needed by a scan that does not verify.
+    from PIL import Image
+
+    from workbench.core.image_decoding import (
+        ImageDecodeError,
+        check_decoded_size,
+        decode_failure_reason,
+    )
 
     try:
         with Image.open(path) as image:
-            image.size  # noqa: B018 - the header parse is the check
-    except UnidentifiedImageError:
-        return "not an image Pillow can identify"
-    except (OSError, ValueError, SyntaxError) as exc:
-        return f"unreadable image ({exc})"
+            check_decoded_size(image)
+    except ImageDecodeError as exc:
+        return exc.reason
+    except Exception as exc:  # noqa: BLE001 - malformed headers raise all kinds of errors
+        return decode_failure_reason(exc)
     return None
 
 
@@ -365,6 +386,14 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+def _is_ignored_folder(name: str) -> bool:
+    return name.startswith(".") or name in SYSTEM_FOLDERS
+
+
+def _is_system_file(name: str) -> bool:
+    return name in SYSTEM_FILES or name.startswith("._")
 
 
 def _is_image_name(name: str) -> bool:

@@ -15,7 +15,8 @@ import torch
 from PIL import Image
 
 from workbench.core.batch_preparation import BatchPreparer
-from workbench.core.image_cache import decode_pil_image, load_image_uint8, read_image_size
+from workbench.core.image_cache import load_image_uint8
+from workbench.core.image_decoding import decode_pil_image, displayed_size, read_image_size
 from workbench.core.transforms import (
     build_eval_transform,
     build_train_transform,
@@ -70,7 +71,7 @@ def five_crop_preview(
     grayscale = config.in_channels == 1
     if isinstance(image, Image.Image):
         path = str(getattr(image, "filename", "") or "")
-        original_size = _displayed_size(image)
+        original_size = displayed_size(image)
         resized = torch.from_numpy(decode_pil_image(image, config.resize_size, grayscale))
     else:
         path = str(image)
@@ -134,9 +135,3 @@ def _to_display(image: torch.Tensor) -> np.ndarray:
         image = image.expand(3, -1, -1)
     return np.ascontiguousarray(image.permute(1, 2, 0).numpy())
 
-
-def _displayed_size(image: Image.Image) -> tuple[int, int]:
-    width, height = image.size
-    if image.getexif().get(0x0112, 1) in (5, 6, 7, 8):
-        return height, width
-    return width, height

@@ -45,16 +45,32 @@ Index = QModelIndex | QPersistentModelIndex
 def decode_thumbnail(path: str, size: int) -> np.ndarray:
     """Pool thread: an RGB uint8 array whose longer side is at most ``size``.
 
-    ``Image.draft`` lets the JPEG decoder scale down by up to 8x while decoding, so a 24-megapixel
-    photo costs a fraction of a full decode.
+    Decoded as training decodes (orientation, transparency, bit depth, size limits), but with
+    ``Image.draft`` letting the JPEG decoder scale down by up to 8x, so a 24-megapixel photo
+    costs a fraction of a full decode.
+
+    Raises:
+        ImageDecodeError: the file cannot be decoded (the tile is then drawn crossed out).
     """
     from PIL import Image
 
-    with Image.open(path) as image:
-        image.draft("RGB", (size, size))
-        image = image.convert("RGB")
-        image.thumbnail((size, size), Image.Resampling.BILINEAR)
-        return np.asarray(image, dtype=np.uint8)
+    from workbench.core.image_decoding import (
+        ImageDecodeError,
+        check_regular_file,
+        decode_failure_reason,
+        prepare_image,
+    )
+
+    check_regular_file(path)
+    try:
+        with Image.open(path) as image:
+            image = prepare_image(image, "RGB", (size, size))
+            image.thumbnail((size, size), Image.Resampling.BILINEAR)
+            return np.asarray(image, dtype=np.uint8)
+    except ImageDecodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - malformed files raise all kinds of errors
+        raise ImageDecodeError(path, decode_failure_reason(exc)) from exc
 
 
 def _placeholder(size: int, broken: bool) -> QPixmap:

@@ -7,6 +7,7 @@ be handed to another thread (the GUI) or written as JSON lines (the run folder) 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,8 @@ class RunEnd:
     last_checkpoint_path: str
     seconds: float
     error: str = ""
+    # After running out of device memory: a batch size that may fit (half), 0 otherwise.
+    retry_batch_size: int = 0
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
@@ -112,6 +115,62 @@ def event_to_dict(event: Any) -> dict[str, Any]:
     data = dataclasses.asdict(event)
     data["event"] = type(event).__name__
     return data
+
+
+Event = RunStart | StepStats | EpochEnd | Message | RunEnd
+EVENT_TYPES: dict[str, type] = {kind.__name__: kind for kind in Event.__args__}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """The event ``event_to_dict`` made ``data`` from, after a JSON round trip.
+
+    JSON turns tuples into lists and the run folder writes NaN as null; both are undone here.
+    Fields this version does not know are ignored, so newer run folders still read.
+
+    Raises:
+        ValueError: ``data`` is not an event: unknown kind, a missing field or a wrong type
+            (the message names the field).
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    kind = EVENT_TYPES.get(str(data.get("event")))
+    if kind is None:
+        raise ValueError(f"unknown event kind {data.get('event')!r}")
+    values = {}
+    for field in dataclasses.fields(kind):
+        if field.name not in data:
+            if field.default is dataclasses.MISSING:
+                raise ValueError(f"{kind.__name__}: field '{field.name}' is missing")
+            continue
+        values[field.name] = _field_value(kind.__name__, field.name, str(field.type),
+                                          data[field.name])
+    return kind(**values)
+
+
+def _field_value(kind: str, name: str, annotation: str, value: Any) -> Any:
+    """``value`` as the field's annotation (the module's annotations are strings)."""
+    optional = annotation.endswith(" | None")
+    base = annotation.removesuffix(" | None")
+    if value is None and (optional or base == "float"):
+        return None if optional else math.nan
+    try:
+        return _as_type(base, value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{kind}: field '{name}' should be {base}, got {value!r}") from None
+
+
+def _as_type(annotation: str, value: Any) -> Any:
+    if annotation.startswith("tuple["):
+        inner = annotation[len("tuple["):-len(", ...]")]
+        if not isinstance(value, list):
+            raise TypeError(annotation)
+        if inner == "float":
+            return tuple(math.nan if item is None else _as_type(inner, item) for item in value)
+        return tuple(_as_type(inner, item) for item in value)
+    scalar = {"float": (int, float), "int": (int,), "str": (str,), "bool": (bool,)}[annotation]
+    if not isinstance(value, scalar) or (isinstance(value, bool) and annotation != "bool"):
+        raise TypeError(annotation)
+    return float(value) if annotation == "float" else value
 
 
 class Callback:

@@ -178,7 +178,7 @@ def test_pause_holds_the_run_until_resumed(shapes, tmp_path):
 
 def test_cached_features_train_the_head_exactly_like_recomputing(shapes, tmp_path):
     # One full batch per epoch: the update does not depend on sample order.
-    config = tiny_config(shapes, tmp_path, finetune="last_layer", batch_size=64, epochs=2,
+    config = tiny_config(shapes, tmp_path, finetune="last_layer", batch_size=32, epochs=2,
                          scheduler="none")
     cached_rec, plain_rec = Recorder(), Recorder()
     cached = train(config.replace(run_name="cached", cache_features=True), cached_rec)

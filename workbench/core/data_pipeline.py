@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 
-from workbench.core.dataset_scan import DatasetScan
+from workbench.core.dataset_scan import DatasetError, DatasetScan
 from workbench.core.image_cache import ImageDecodeError, default_cache_dir, load_image_uint8
 from workbench.core.multicrop import IGNORE_LABEL
 from workbench.core.transforms import (
@@ -24,6 +24,9 @@ from workbench.core.transforms import (
     build_train_transform,
     normalization_for,
 )
+
+# Failed files named in the message that stops a run; the rest are counted.
+NAMED_FAILURES = 5
 
 # Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
 PREFETCH_FACTOR = 4
@@ -85,7 +88,8 @@ class ImageSampleDataset(Dataset):
         line = f"{_one_line(path)}\t{_one_line(reason)}\n"
         try:
             # One small append per failure: O_APPEND keeps lines from several processes whole.
-            with open(self.failure_log, "a", encoding="utf-8") as handle:
+            # surrogateescape: a file name that is not valid UTF-8 still round-trips.
+            with open(self.failure_log, "a", encoding="utf-8", errors="surrogateescape") as handle:
                 handle.write(line)
         except OSError:
             pass  # the zero image and label -1 already keep the run going
@@ -109,12 +113,34 @@ class DataPipeline:
         return read_failure_log(self.failure_log)
 
 
+class TooManyFailedImagesError(DatasetError):
+    """More distinct images failed to decode than ``max_failed_images`` allows."""
+
+
+def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int) -> None:
+    """Stop the run when more than ``max_failed_images`` distinct images have failed.
+
+    Raises:
+        TooManyFailedImagesError: naming the setting, the count and the first few files.
+    """
+    if len(failures) <= max_failed_images:
+        return
+    shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:NAMED_FAILURES])
+    more = (f" and {len(failures) - NAMED_FAILURES} more" if len(failures) > NAMED_FAILURES
+            else "")
+    raise TooManyFailedImagesError(
+        f"max_failed_images: {len(failures)} images could not be decoded, more than the "
+        f"{max_failed_images} allowed, so the run stopped: {shown}{more}. Fix or remove these "
+        "files, or raise max_failed_images."
+    )
+
+
 def read_failure_log(failure_log: str | None) -> list[tuple[str, str]]:
     """Parse a failure log into unique ``(path, reason)`` pairs, in the order first seen."""
     if not failure_log or not os.path.exists(failure_log):
         return []
     seen: dict[str, str] = {}
-    with open(failure_log, encoding="utf-8", errors="replace") as handle:
+    with open(failure_log, encoding="utf-8", errors="surrogateescape") as handle:
         for line in handle:
             path, _, reason = line.rstrip("\n").partition("\t")
             if path and path not in seen:
@@ -172,6 +198,7 @@ def loader_like(
         pin_memory=loader.pin_memory,
         persistent_workers=workers > 0 if persistent_workers is None else persistent_workers,
         prefetch_factor=loader.prefetch_factor if workers > 0 else None,
+        timeout=loader.timeout if workers > 0 else 0.0,
     )
 
 
@@ -198,6 +225,9 @@ def _loader_options(config: Any, device: str) -> dict[str, Any]:
         "pin_memory": bool(config.pin_memory) and torch.device(device).type == "cuda",
         "prefetch_factor": PREFETCH_FACTOR if workers > 0 else None,
         "drop_last": False,
+        # A worker that hangs (a stuck network file, a stopped process) ends the run with a
+        # message instead of blocking it forever; a dead worker is noticed without it.
+        "timeout": float(config.loader_timeout) if workers > 0 else 0.0,
     }
 
 

@@ -16,15 +16,16 @@ from torch import nn
 
 from workbench.core.control import RunControl
 from workbench.core.devices import GpuMonitor, memory_stats
-from workbench.core.events import Callback, Message, StepStats
+from workbench.core.events import Callback, StepStats
 from workbench.core.metrics import ConfusionMatrix, SmoothedValue
-from workbench.core.multicrop import count_correct, multicrop_loss
+from workbench.core.multicrop import IGNORE_LABEL, count_correct, multicrop_loss
+from workbench.core.training_faults import TrainingOutOfMemory, first_line, free_device_memory
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 class NonFiniteLossError(RuntimeError):
-    """The loss stayed NaN or infinite, so the weights would only get worse."""
+    """The loss became NaN or infinite; the run stops before that update touches the weights."""
 
 
 @dataclass
@@ -45,9 +46,10 @@ class StepContext:
     epoch: int = 0
     max_steps: int = 0
     global_step: int = 0
-    nonfinite_streak: int = 0
-    max_nonfinite_streak: int = 10
+    step: int = 0
     amp_dtype: torch.dtype = torch.float16
+    # Told how many samples of a batch failed to decode (label -1); may stop the run by raising.
+    on_failed_samples: Callable[[int], None] | None = None
 
     @property
     def device_type(self) -> str:
@@ -103,8 +105,11 @@ def run_training_steps(
         except StopIteration:
             break
         fetched = time.perf_counter()
+        _report_failed_samples(ctx, raw_labels)
         inputs, labels = prepare(raw_inputs, raw_labels)
-        loss_value, correct, counted = _optimise(ctx, forward, inputs, labels)
+        ctx.step = step + 1
+        loss_value, correct, counted = _optimise_or_free(ctx, forward, inputs, labels,
+                                                         len(raw_labels))
         done = time.perf_counter()
         steps += 1
         ctx.global_step += 1
@@ -122,6 +127,37 @@ def run_training_steps(
     return _epoch_result(loss_meter, acc_meter, samples, started, False, steps)
 
 
+def _optimise_or_free(
+    ctx: StepContext,
+    forward: Callable[[torch.Tensor], torch.Tensor],
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int,
+) -> tuple[float, int, int]:
+    """One step; when the device runs out of memory, free what the step held and raise.
+
+    Raises:
+        TrainingOutOfMemory: The step did not fit; its memory has been returned.
+    """
+    detail = ""
+    try:
+        return _optimise(ctx, forward, inputs, labels)
+    except torch.OutOfMemoryError as exc:
+        detail = first_line(exc)  # keep only text: the error's frames hold the activations
+    # Outside the except block the caught error and its traceback are gone, so the step's
+    # activations and gradients are unreachable and their memory can go back to the device.
+    ctx.optimizer.zero_grad(set_to_none=True)
+    free_device_memory(ctx.device)
+    raise TrainingOutOfMemory(batch_size, ctx.device, detail)
+
+
+def _report_failed_samples(ctx: StepContext, labels: torch.Tensor) -> None:
+    if ctx.on_failed_samples is not None:
+        failed = int((labels == IGNORE_LABEL).sum())
+        if failed:
+            ctx.on_failed_samples(failed)
+
+
 def _optimise(
     ctx: StepContext,
     forward: Callable[[torch.Tensor], torch.Tensor],
@@ -135,26 +171,18 @@ def _optimise(
     )
     ctx.optimizer.zero_grad(set_to_none=True)
     loss_value = float(loss.item())
-    if not math.isfinite(loss_value) and not ctx.scaler.is_enabled():
-        # Without a GradScaler (float32, bfloat16) nothing would skip this update: a NaN step
-        # ruins every weight.
-        ctx.nonfinite_streak += 1
-        if ctx.nonfinite_streak == 1:
-            ctx.callback.on_message(Message(
-                "warning",
-                f"epoch {ctx.epoch}: the loss is {loss_value}; skipping that update "
-                "(a lower learning rate usually fixes this)",
-            ))
-        if ctx.nonfinite_streak >= ctx.max_nonfinite_streak:
-            raise NonFiniteLossError(
-                f"the loss was NaN or infinite for {ctx.nonfinite_streak} steps in a row; "
-                "lower lr and train again (the last checkpoint is kept)"
-            )
-    else:
-        ctx.nonfinite_streak = 0
-        ctx.scaler.scale(loss).backward()
-        ctx.scaler.step(ctx.optimizer)
-        ctx.scaler.update()
+    if not math.isfinite(loss_value):
+        # One non-finite update spoils every weight, and a GradScaler only skips non-finite
+        # gradients, not a non-finite loss: stop before this update is applied.
+        raise NonFiniteLossError(
+            f"epoch {ctx.epoch}, step {ctx.step}: the loss is {loss_value}, so training stopped "
+            "before that update could spoil the weights (the files of the last finished epoch "
+            f"are kept); a lower lr (now {ctx.optimizer.param_groups[0]['lr']:g}) usually "
+            "fixes this, otherwise check the images and labels"
+        )
+    ctx.scaler.scale(loss).backward()
+    ctx.scaler.step(ctx.optimizer)
+    ctx.scaler.update()
     correct, counted = count_correct(sample_logits, labels)
     return loss_value, correct, counted
 

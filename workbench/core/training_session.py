@@ -17,13 +17,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from workbench.core.atomic_io import atomic_torch_save
 from workbench.core.batch_preparation import BatchPreparer
-from workbench.core.checkpoint_format import CheckpointError, load_checkpoint, restore_rng_state
-from workbench.core.checkpoint_format import rng_state as current_rng_state
+from workbench.core.checkpoint_format import (
+    CheckpointError,
+    checkpoint_data,
+    load_checkpoint,
+    model_file_data,
+    restore_rng_state,
+    write_workbench_file,
+)
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
-from workbench.core.data_pipeline import DataPipeline, build_data_pipeline
+from workbench.core.data_pipeline import DataPipeline, build_data_pipeline, check_failed_images
 from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
 from workbench.core.devices import (
     GpuMonitor,
@@ -63,6 +68,11 @@ from workbench.core.train_steps import (
     StepContext,
     evaluate_batches,
     run_training_steps,
+)
+from workbench.core.training_faults import (
+    CheckpointSaveError,
+    TrainingOutOfMemory,
+    free_device_memory,
 )
 
 
@@ -118,6 +128,7 @@ class TrainingSession:
             strategy=cfg.crop_strategy, class_weights=self.pipeline.class_weights,
             callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
             max_steps=cfg.max_steps_per_epoch, amp_dtype=self.precision.dtype,
+            on_failed_samples=self._check_failed_images,
         )
         self.use_feature_cache = self._feature_cache_wanted()
 
@@ -203,7 +214,7 @@ class TrainingSession:
             return self._end("cancelled")
         for epoch in range(self.start_epoch, cfg.epochs):
             self.ctx.epoch = epoch + 1
-            result = self._train_epoch(epoch)
+            result = self._train_epoch_within_memory(epoch)
             if result.cancelled:
                 return self._end("cancelled")
             result = self.dist.reduce_epoch(result, self.device)  # every process's share
@@ -257,6 +268,38 @@ class TrainingSession:
         return extract_features(backbone, loader, self.preparer, self.pipeline.crops_per_sample,
                                 self.ctx.autocast, self.control, storage)
 
+    def _train_epoch_within_memory(self, epoch: int) -> EpochResult:
+        """Train one epoch; out of device memory, retry it with half the batch if allowed.
+
+        Raises:
+            TrainingOutOfMemory: Retrying is off (``oom_retry_smaller_batch``), the batch is
+                already 1, or the run is distributed (every process would have to agree).
+        """
+        while True:
+            try:
+                return self._train_epoch(epoch)
+            except TrainingOutOfMemory as exc:
+                if not self.config.oom_retry_smaller_batch or not exc.smaller_batch \
+                        or self.dist.enabled:
+                    raise
+                failed_batch, smaller = exc.batch_size, exc.smaller_batch
+            # Outside the except block, so the error's frames (and the batch) are gone.
+            free_device_memory(self.device)
+            self._say("warning", f"The device ran out of memory at batch size {failed_batch}; "
+                                 f"retrying epoch {epoch + 1} with batch size {smaller} "
+                                 "(oom_retry_smaller_batch is on). The steps already taken "
+                                 "stay; later epochs and the checkpoint use the smaller batch.")
+            self._rebuild_loaders(smaller)
+
+    def _rebuild_loaders(self, batch_size: int) -> None:
+        """New loaders at ``batch_size``; the old ones' worker processes are stopped first."""
+        self._stop_loader_workers()
+        self.config = self.config.replace(batch_size=batch_size)
+        failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
+        self.pipeline = build_data_pipeline(self.config, self.scan, self.device, failure_log)
+        self._decode_failures_reported = 0
+        self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, self.config.seed)
+
     def _train_epoch(self, epoch: int) -> EpochResult:
         cfg = self.config
         # Each epoch's randomness depends on (seed, epoch) only, so a resumed run matches.
@@ -289,15 +332,24 @@ class TrainingSession:
 
     def _finish_epoch(self, epoch: int, result: EpochResult, evaluation: EvalResult) -> None:
         number = epoch + 1
-        self.epochs_completed = number
         accuracy = evaluation.accuracy if math.isfinite(evaluation.accuracy) else 0.0
         is_best = accuracy > self.best_val_accuracy
+        saving = self.dist.is_main and self.run_dir is not None
+        # The run's state moves on only once its files are written: a failed save must not
+        # leave the run (or its events) claiming an epoch or a best model that is not on disk.
         if is_best:
+            if saving:
+                self._save(BEST_MODEL, model_file_data(
+                    self.model, self.scan.class_names, self.config, number, accuracy))
+                self.best_model_path = str(self.run_dir / BEST_MODEL)
             self.best_val_accuracy, self.best_epoch = accuracy, number
-        if self.dist.is_main and self.run_dir is not None:
-            if is_best:
-                self._save_best_model(number, accuracy)
-            self._save_checkpoint(number)
+        if saving:
+            self._save(LAST_CHECKPOINT, checkpoint_data(
+                self.model, self.optimizer, self.scheduler, self.scaler if self.amp else None,
+                number, self.best_val_accuracy, self.best_epoch, self.scan.class_names,
+                self.config))
+            self.last_checkpoint_path = str(self.run_dir / LAST_CHECKPOINT)
+        self.epochs_completed = number
         self.dist.barrier()
         self.events.on_epoch_end(EpochEnd(
             epoch=number, epochs=self.config.epochs, train_loss=result.loss,
@@ -311,27 +363,17 @@ class TrainingSession:
         ))
         self._report_decode_failures()
 
-    def _save_best_model(self, epoch: int, accuracy: float) -> None:
-        path = self.run_dir / BEST_MODEL
-        atomic_torch_save({
-            "format": "workbench-model", "version": 1,
-            "model": _cpu_state(self.model), "class_names": list(self.scan.class_names),
-            "config": self.config.to_dict(), "epoch": epoch, "val_accuracy": accuracy,
-        }, path)
-        self.best_model_path = str(path)
-
-    def _save_checkpoint(self, epoch: int) -> None:
-        path = self.run_dir / LAST_CHECKPOINT
-        atomic_torch_save({
-            "format": "workbench-checkpoint", "version": 1,
-            "model": _cpu_state(self.model), "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
-            "scaler": self.scaler.state_dict() if self.amp else None,
-            "epoch": epoch, "best_val_accuracy": self.best_val_accuracy,
-            "best_epoch": self.best_epoch, "best_model": None, "rng": current_rng_state(),
-            "class_names": list(self.scan.class_names), "config": self.config.to_dict(),
-        }, path)
-        self.last_checkpoint_path = str(path)
+    def _save(self, name: str, data: dict[str, Any]) -> None:
+        """Write one run file; on failure say what is kept and that the run stops here."""
+        try:
+            write_workbench_file(data, self.run_dir / name)
+        except CheckpointSaveError as exc:
+            kept = (f"'{self.last_checkpoint_path}' still holds epoch {self.epochs_completed}"
+                    if self.last_checkpoint_path else "no earlier epoch had been saved")
+            raise CheckpointSaveError(
+                f"{exc}. The run stopped, because every further epoch would be lost the same "
+                f"way; {kept}. Free some space or choose a writable output folder, then resume"
+            ) from exc
 
     def _report_decode_failures(self) -> None:
         failures = self.pipeline.decode_failures()
@@ -343,6 +385,10 @@ class TrainingSession:
         more = f" and {len(new) - 3} more" if len(new) > 3 else ""
         self._say("warning", f"{len(new)} image(s) could not be decoded and were left out: "
                              f"{shown}{more}")
+        check_failed_images(failures, self.config.max_failed_images)
+
+    def _check_failed_images(self, _failed_in_batch: int) -> None:
+        check_failed_images(self.pipeline.decode_failures(), self.config.max_failed_images)
 
     def _end(self, status: str) -> RunEnd:
         if status == "cancelled":
@@ -364,21 +410,20 @@ class TrainingSession:
 
     def close(self) -> None:
         """Stop loader workers and close files, however the run ended."""
-        for loader in (getattr(self, "train_loader", None),
-                       getattr(getattr(self, "pipeline", None), "train_loader", None),
-                       getattr(getattr(self, "pipeline", None), "val_loader", None)):
-            _shutdown_workers(loader)
+        self._stop_loader_workers()
         if self._writer is not None:
             self._writer.close()
         self.dist.shutdown()
 
+    def _stop_loader_workers(self) -> None:
+        for loader in (getattr(self, "train_loader", None),
+                       getattr(getattr(self, "pipeline", None), "train_loader", None),
+                       getattr(getattr(self, "pipeline", None), "val_loader", None)):
+            _shutdown_workers(loader)
+
 
 def _already_prepared(inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return inputs, labels
-
-
-def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
 def _scan(config: TrainConfig) -> DatasetScan:
@@ -391,6 +436,9 @@ def _scan(config: TrainConfig) -> DatasetScan:
     if not scan.val:
         raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
                            "more images per class for the automatic split")
+    if config.batch_size > len(scan.train):
+        raise DatasetError(f"batch_size: {config.batch_size} is more than the {len(scan.train)} "
+                           f"training images in {config.data_root}; lower batch_size")
     return scan
 
 

@@ -69,9 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output file (default: <run folder>/model_scripted.pt)")
 
     predict = sub.add_parser("predict", help="classify images with an exported model")
-    predict.add_argument("model", help="an exported TorchScript file")
+    predict.add_argument("model", help="an exported TorchScript file; TorchScript is a program "
+                                        "and runs when loaded, so use only files you trust")
     predict.add_argument("images", nargs="+", help="image files")
     predict.add_argument("--topk", type=int, default=3)
+
+    find = sub.add_parser("find-batch", help="find the largest batch that trains on the device "
+                                             "(same settings as train)")
+    find.add_argument("--config",
+                      help="a TrainConfig JSON file, a run's config.json or its run folder")
+    find.add_argument("--max-batch", type=int, default=None,
+                      help="the largest batch to try (default 1024 on CUDA, 64 on the CPU)")
+    _add_config_flags(find)
 
     sub.add_parser("devices", help="list devices and say which one training would use")
 
@@ -98,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "train": _cmd_train, "export": _cmd_export, "predict": _cmd_predict,
         "devices": _cmd_devices, "scan": _cmd_scan, "demo": _cmd_demo,
+        "find-batch": _cmd_find_batch,
     }[args.command]
     try:
         return handler(args)
@@ -197,6 +207,38 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         ranked = ", ".join(f"{name} {prob:.3f}" for name, prob in prediction.top)
         print(f"{prediction.path}: {ranked}")
     return 1 if failed else 0
+
+
+def _cmd_find_batch(args: argparse.Namespace) -> int:
+    from workbench.core.batch_size_finder import find_batch_size, peak_memory_text
+    from workbench.core.dataset_scan import DatasetError, scan_dataset
+    from workbench.core.devices import DeviceError, resolve_device
+
+    config = config_from_args(args)
+    # The data is not read: only the model, crops, precision and device matter here.
+    problems = [p for p in config.validate(check_paths=False) if not p.startswith("data_root")]
+    if problems:
+        print("error: the config has problems:\n" + "\n".join(f"  - {p}" for p in problems),
+              file=sys.stderr)
+        return 2
+    try:
+        classes = len(scan_dataset(config.data_root).class_names) if config.data_root else 10
+    except DatasetError:
+        classes = 10
+
+    def report(batch: int, fitted: bool, peak: int | None) -> None:
+        memory = f", {peak_memory_text(peak, device)}" if fitted and peak else ""
+        print(f"  batch {batch:>5}: {'fits' if fitted else 'out of memory'}{memory}",
+              file=sys.stderr)
+
+    try:
+        device = resolve_device(config.device)
+        result = find_batch_size(config, max(classes, 1), args.max_batch, on_try=report)
+    except (DeviceError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.describe())
+    return 0 if result.largest_fitting else 1
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:

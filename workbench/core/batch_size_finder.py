@@ -71,10 +71,16 @@ class BatchSizeResult:
         limit = (f"{self.first_failing} did not" if self.first_failing is not None
                  else f"the search stopped at max_batch {self.max_batch}")
         peak = self.peak_memory.get(self.largest_fitting)
-        peak_text = f", peak {peak / 1024**3:.2f} GiB" if peak else ""
+        peak_text = f", {peak_memory_text(peak, self.device)}" if peak else ""
         return (f"Largest batch that fits on {where}: {self.largest_fitting} samples{images}"
                 f"{peak_text}; {limit}. Recommended batch_size {self.batch_size} "
                 f"({100 * self.margin:.0f}% of it, headroom for a long run).")
+
+
+def peak_memory_text(peak: int, device: str) -> str:
+    """'peak 3.21 GiB' on CUDA; on the CPU the figure is what a step keeps for backward."""
+    amount = f"{peak / 1024**3:.2f} GiB" if peak >= 1024**3 else f"{peak / 1024**2:.1f} MiB"
+    return f"peak {amount}" if device.startswith("cuda") else f"{amount} kept for backward"
 
 
 class _SavedTensorMeter:
@@ -235,7 +241,8 @@ def find_batch_size(
         DeviceError: the config's device does not exist.
     """
     device = resolve_device(config.device)
-    max_batch = max_batch or DEFAULT_MAX_BATCH["cuda" if device.startswith("cuda") else "cpu"]
+    if max_batch is None:
+        max_batch = DEFAULT_MAX_BATCH["cuda" if device.startswith("cuda") else "cpu"]
     if max_batch < 1:
         raise ValueError(f"max_batch must be at least 1 (got {max_batch})")
     if not 0.0 < margin <= 1.0:

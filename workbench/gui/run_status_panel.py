@@ -1,4 +1,5 @@
-"""Where the run is: epoch and step progress, ETA, speed, the device in use and GPU sensors.
+"""Where the run is: epoch and step progress, ETA, speed, the device in use, GPU sensors and
+what limits the speed (input pipeline or compute), with what to change.
 
 Progress bars change only when the whole percent changes, and the text labels at most a few
 times a second, so a run with thousands of steps per second still costs the UI almost nothing.
@@ -6,13 +7,17 @@ times a second, so a run with thousands of steps per second still costs the UI a
 
 from __future__ import annotations
 
+import math
 import time
 
 from PySide6.QtWidgets import QFormLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from workbench.core.bottleneck import WARMUP_STEPS, BottleneckMonitor
+from workbench.core.config import TrainConfig
 from workbench.core.events import EpochEnd, RunEnd, RunStart, StepStats
 
 LABEL_INTERVAL_S = 0.25
+DIAGNOSIS_INTERVAL_S = 3.0
 STATE_TEXT = {"completed": "Completed", "cancelled": "Stopped", "failed": "Failed"}
 
 
@@ -50,6 +55,12 @@ class RunStatusPanel(QWidget):
         self.device_label = QLabel("\u2014", self)
         self.device_label.setWordWrap(True)
         self.sensors_label = QLabel("n/a", self)
+        self.bottleneck_label = QLabel("\u2014", self)
+        self.bottleneck_label.setObjectName("bottleneck")
+        self.bottleneck_label.setWordWrap(True)
+        self.diagnosis_interval_s = DIAGNOSIS_INTERVAL_S
+        self._bottleneck = BottleneckMonitor()
+        self._last_diagnosis = -math.inf
         form = QFormLayout()
         form.addRow("Epoch", self.epoch_bar)
         form.addRow("Step", self.step_bar)
@@ -57,6 +68,7 @@ class RunStatusPanel(QWidget):
         form.addRow("Speed", self.speed_label)
         form.addRow("Device", self.device_label)
         form.addRow("GPU", self.sensors_label)
+        form.addRow("Bottleneck", self.bottleneck_label)
         layout = QVBoxLayout(self)
         layout.addWidget(self.state_label)
         layout.addLayout(form)
@@ -72,16 +84,24 @@ class RunStatusPanel(QWidget):
         """The one-word state above the bars ('Starting…', 'Training', 'Paused', ...)."""
         self.state_label.setText(text)
 
+    def set_run_config(self, config: TrainConfig | None) -> None:
+        """The settings of the run about to start, so the bottleneck advice can name them."""
+        self._bottleneck.config = config
+
     def show_run_start(self, event: RunStart) -> None:
         """A run has started: reset the bars and name the device in use."""
         self._start = event
+        self._bottleneck.clear()
+        self._bottleneck.device = event.device
+        self._last_diagnosis = -math.inf
+        self.bottleneck_label.setText("judged after the first steps\u2026")
         self._started_at = time.monotonic()
         self._first_step_at = None
         self._steps_done = 0
         self._last_label_update = 0.0
-        amp = "mixed precision" if event.amp else "float32"
         cache = ", frozen-backbone features cached" if event.feature_cache else ""
-        self.device_label.setText(f"{event.device} \u2014 {event.device_name} ({amp}{cache})")
+        self.device_label.setText(
+            f"{event.device} \u2014 {event.device_name} ({event.precision}{cache})")
         self.sensors_label.setText("n/a")
         self.eta_label.setText("estimating\u2026")
         self.speed_label.setText("\u2014")
@@ -98,6 +118,9 @@ class RunStatusPanel(QWidget):
         if self._first_step_at is None:
             self._first_step_at = now
         self._steps_done += 1
+        self._bottleneck.add(event)
+        if event.step > WARMUP_STEPS and now - self._last_diagnosis >= self.diagnosis_interval_s:
+            self._update_bottleneck(now)
         steps = max(1, event.steps_in_epoch)
         epochs = start.epochs if start else event.epoch
         epoch_done = (event.epoch - 1) + event.step / steps
@@ -116,6 +139,7 @@ class RunStatusPanel(QWidget):
         """An epoch finished: show its validation accuracy next to the speed."""
         self._set_progress(self.epoch_bar, 100 * event.epoch // max(1, event.epochs),
                            f"Epoch {event.epoch}/{event.epochs}", force=True)
+        self._update_bottleneck(time.monotonic())
         self.speed_label.setText(
             f"{event.images_per_second:,.0f} images/s (epoch {event.epoch}: "
             f"val accuracy {100 * event.val_accuracy:.1f}%, {event.epoch_seconds:.1f} s)"
@@ -129,6 +153,8 @@ class RunStatusPanel(QWidget):
             detail += f": {event.error}"
         self.set_state(text + detail)
         self.eta_label.setText("\u2014")
+        if self._steps_done:
+            self._update_bottleneck(time.monotonic())
         if event.status == "completed":
             self._set_progress(self.epoch_bar, 100, self.epoch_bar.format(), force=True)
 
@@ -136,7 +162,15 @@ class RunStatusPanel(QWidget):
         """(epoch bar, step bar) values."""
         return self.epoch_bar.value(), self.step_bar.value()
 
+    def bottleneck_text(self) -> str:
+        """The bottleneck line as shown."""
+        return self.bottleneck_label.text()
+
     # ------------------------------------------------------------------ refreshes
+    def _update_bottleneck(self, now: float) -> None:
+        self._last_diagnosis = now
+        self.bottleneck_label.setText(self._bottleneck.diagnosis().sentence)
+
     def _set_progress(self, bar: QProgressBar, percent: int, text: str,
                       force: bool = False) -> None:
         """Repaint ``bar`` only when its whole percent changes (or when forced)."""

@@ -80,6 +80,9 @@ class MainWindow(QMainWindow):
         self.config_form.config_changed.connect(self._on_config_changed)
         self.device_panel.device_changed.connect(self._on_device_changed)
         self.device_panel.devices_detected.connect(self._on_devices_detected)
+        self.device_panel.batch_search_requested.connect(self._on_batch_search_requested)
+        self.device_panel.batch_size_found.connect(self._on_batch_size_found)
+        self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
@@ -155,6 +158,8 @@ class MainWindow(QMainWindow):
         if self.controller.is_running() or config.validate():
             return False
         self._settings.save_config(config)
+        self.device_panel.cancel_batch_search()  # both would compete for the GPU's memory
+        self.status_panel.set_run_config(config)
         self._plots().reset()
         self.results_panel.clear()
         self.status_panel.set_state("Starting\u2026 (loading PyTorch, the data and the model)")
@@ -225,6 +230,7 @@ class MainWindow(QMainWindow):
                 self._close_when_stopped = True
                 event.ignore()
                 return
+        self.device_panel.cancel_batch_search()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()
 
@@ -267,6 +273,18 @@ class MainWindow(QMainWindow):
     def _on_devices_detected(self, _choices: object) -> None:
         self.device_status.setText(self.device_panel.choice_text())
         freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
+
+    def _on_batch_search_requested(self) -> None:
+        scan = self.dataset_panel.scan() if self.dataset_panel is not None else None
+        classes = len(scan.class_names) if scan is not None else 10
+        self.device_panel.start_batch_search(self.config_form.config(), classes)
+
+    def _on_batch_size_found(self, result: object) -> None:
+        self.config_form.update_config(batch_size=result.batch_size)
+        self.log_panel.append_text("info", result.describe())
+
+    def _on_batch_search_failed(self, message: str) -> None:
+        self.log_panel.append_text("warning", f"Batch size search: {message}")
 
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:

@@ -32,6 +32,7 @@ from workbench.gui.log_panel import LogPanel
 from workbench.gui.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.main_window_layout import build_main_layout
 from workbench.gui.results_panel import ResultsPanel
+from workbench.gui.run_follow_controller import RunFollowController
 from workbench.gui.run_status_panel import RunStatusPanel
 from workbench.gui.settings_store import SettingsStore, load_config_file, save_config_file
 from workbench.gui.training_controls import TrainingControls
@@ -74,7 +75,9 @@ class MainWindow(QMainWindow):
         self.results_panel = ResultsPanel()
         self.device_status = QLabel("Detecting devices\u2026")
         self.file_menu = FileMenu(self)
+        self.run_follow = RunFollowController(self)
         build_main_layout(self)
+        self.training_tab.insertWidget(0, self.run_follow.banner)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
@@ -93,6 +96,12 @@ class MainWindow(QMainWindow):
         self.controller.run_ended.connect(self._on_run_ended)
         self.controller.errored.connect(self._on_training_errored)
         self.controller.finished.connect(self._on_training_finished)
+        self.run_follow.run_started.connect(self._on_run_started)
+        self.run_follow.step_finished.connect(self._on_step_finished)
+        self.run_follow.epoch_ended.connect(self._on_epoch_ended)
+        self.run_follow.message_logged.connect(self.log_panel.append_message)
+        self.run_follow.run_ended.connect(self._on_followed_run_ended)
+        self.run_follow.restarted.connect(self._clear_run_views)
         self.results_panel.export_finished.connect(self._on_export_finished)
         self.results_panel.export_failed.connect(self._on_export_failed)
 
@@ -160,13 +169,30 @@ class MainWindow(QMainWindow):
         self._settings.save_config(config)
         self.device_panel.cancel_batch_search()  # both would compete for the GPU's memory
         self.status_panel.set_run_config(config)
-        self._plots().reset()
-        self.results_panel.clear()
+        self.run_follow.stop("a run started on this computer; the plots show that run now")
+        self.run_follow.hide_banner()
+        self._clear_run_views()
         self.status_panel.set_state("Starting\u2026 (loading PyTorch, the data and the model)")
         self.log_panel.append_text("info", f"Starting training on {config.data_root}")
         self.controller.start(config)
         self.right_tabs.setCurrentWidget(self.training_tab)
         self._update_controls()
+        return True
+
+    def follow_run(self, run_dir: str) -> bool:
+        """Show the run that another machine writes into ``run_dir``, live, like a local run;
+        False (with the reason shown) if it cannot be followed."""
+        if self.controller.is_running():
+            self.show_error("Cannot follow a run", "A run is training here; stop it first, "
+                                                   "the plots can show one run at a time.")
+            return False
+        problem = self.run_follow.follow(run_dir)  # its first poll waits for the event loop
+        if problem:
+            self.show_error("Cannot follow that folder", problem)
+            return False
+        self._clear_run_views()
+        self.status_panel.set_state("Following a run written elsewhere; waiting for its events")
+        self.right_tabs.setCurrentWidget(self.training_tab)
         return True
 
     def load_config_from(self, path: str) -> bool:
@@ -335,6 +361,16 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Training {event.status}", 10_000)
         if event.status == "completed":
             self.right_tabs.setCurrentWidget(self.results_panel)
+
+    def _on_followed_run_ended(self, event: RunEnd) -> None:
+        self._plots().flush()
+        self.status_panel.show_run_end(event)
+        self.results_panel.show_run_end(event)
+        self.statusBar().showMessage(f"Followed run {event.status}", 10_000)
+
+    def _clear_run_views(self) -> None:
+        self._plots().reset()
+        self.results_panel.clear()
 
     def _on_training_errored(self, message: str) -> None:
         self.log_panel.append_text("error", message)

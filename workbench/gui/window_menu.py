@@ -1,8 +1,8 @@
 """The main window's File menu: its actions, the file dialogs they open, and what they call.
 
 The menu only asks for paths; the work is done by the window's public methods
-(``open_folder``, ``load_config_from``, ``save_config_to``, ``show_error``) and the results
-panel's ``export_to``.
+(``open_folder``, ``load_config_from``, ``save_config_to``, ``follow_run``, ``show_error``) and
+the results panel's ``export_to``.
 """
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ class FileMenu(QObject):
         self.save_config = QAction("&Save config\u2026", window)
         self.save_config.setShortcut(QKeySequence.StandardKey.Save)
         self.resume_run = QAction("&Resume from checkpoint\u2026", window)
+        self.follow_run = QAction("Fo&llow run folder\u2026", window)
+        self.follow_run.setToolTip("Watch a run written elsewhere (copied, synced or mounted) "
+                                   "live in the plots")
         self.export_model = QAction("&Export model (TorchScript)\u2026", window)
         self.open_run_folder = QAction("Open run &folder", window)
         self.quit = QAction("&Quit", window)
         self.quit.setShortcut(QKeySequence.StandardKey.Quit)
         for item in (self.open_folder, self.recent_menu, None, self.load_config,
-                     self.save_config, self.resume_run, None, self.export_model,
+                     self.save_config, self.resume_run, self.follow_run, None, self.export_model,
                      self.open_run_folder, None, self.quit):
             if item is None:
                 menu.addSeparator()
@@ -51,13 +54,15 @@ class FileMenu(QObject):
         self.load_config.triggered.connect(self._on_load_config_triggered)
         self.save_config.triggered.connect(self._on_save_config_triggered)
         self.resume_run.triggered.connect(self._on_resume_run_triggered)
+        self.follow_run.triggered.connect(self._on_follow_run_triggered)
         self.export_model.triggered.connect(self._on_export_triggered)
         self.open_run_folder.triggered.connect(self._on_open_run_folder_triggered)
         self.quit.triggered.connect(window.close)
 
     def set_training(self, running: bool) -> None:
-        """Changing the folder or the config during a run would not affect it; disable both."""
-        for action in (self.open_folder, self.load_config, self.resume_run):
+        """Changing the folder or the config during a run would not affect it; disable both.
+        Following another run would share the plots with this one; disable that too."""
+        for action in (self.open_folder, self.load_config, self.resume_run, self.follow_run):
             action.setEnabled(not running)
         self.recent_menu.setEnabled(not running)
 
@@ -80,6 +85,12 @@ class FileMenu(QObject):
                                               "Checkpoint (last.pt *.pt);;All files (*)")
         if path:
             self._window.resume_from(path)
+
+    def _on_follow_run_triggered(self) -> None:
+        start = self._window.config_form.config().output_dir
+        path = QFileDialog.getExistingDirectory(self._window, "Follow run folder", start)
+        if path:
+            self._window.follow_run(path)
 
     def _on_save_config_triggered(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self._window, "Save config",

@@ -15,9 +15,11 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-# torchvision.datasets.folder.IMG_EXTENSIONS, written out: importing torchvision takes seconds,
-# and the GUI scans folders long before it needs torch.
-IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+# torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
+# and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
+IMG_EXTENSIONS = (
+    ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif"
+)
 
 # Folders and files that operating systems, archivers and tools leave behind: never a class,
 # never an image, not worth a line in the skipped list. Folders starting with "." are also

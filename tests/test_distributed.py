@@ -20,6 +20,7 @@ import torch
 
 from workbench.core.checkpoint_format import load_checkpoint
 from workbench.core.config import TrainConfig
+from workbench.core.distributed import DistributedContext
 from workbench.core.engine import train
 from workbench.core.events import EpochEnd, Message, RunStart
 from workbench.core.run_follower import RunFollower
@@ -111,3 +112,10 @@ def test_two_processes_of_8_match_one_process_of_16(runs):
     for name in ours:
         torch.testing.assert_close(ours[name], theirs[name], rtol=RELATIVE_TOLERANCE,
                                    atol=ABSOLUTE_TOLERANCE)
+
+
+def test_a_weighted_sampler_is_named_as_not_applied_under_torchrun():
+    assert DistributedContext(world_size=1).start_messages(8, "weighted_sampler") == []
+    messages = DistributedContext(world_size=4).start_messages(8, "weighted_sampler")
+    assert "global batch of 32" in messages[0][1]
+    assert messages[1][0] == "warning" and "weighted_loss" in messages[1][1]

@@ -80,11 +80,21 @@ class DistributedContext:
         """What a run's config.json records about its processes."""
         return {"world_size": self.world_size, "global_batch_size": self.world_size * batch_size}
 
-    def batch_text(self, batch_size: int) -> str:
-        """The batch semantics in words, for the start of a distributed run."""
-        return (f"{self.world_size} processes: batch_size {batch_size} is per process, so each "
-                f"step averages gradients over a global batch of {self.world_size * batch_size} "
-                "(lr applies to that global batch); epoch loss and accuracy cover every process")
+    def start_messages(self, batch_size: int, imbalance: str) -> list[tuple[str, str]]:
+        """(level, text) to say at the start of a distributed run: the batch semantics, and
+        settings that work differently with several processes."""
+        if not self.enabled:
+            return []
+        messages = [("info", (
+            f"{self.world_size} processes: batch_size {batch_size} is per process, so each step "
+            f"averages gradients over a global batch of {self.world_size * batch_size} (lr "
+            "applies to that global batch); epoch loss and accuracy cover every process, step "
+            "figures only the first process's share"))]
+        if imbalance == "weighted_sampler":
+            messages.append(("warning", (
+                "imbalance 'weighted_sampler' is not applied under torchrun: each process reads "
+                "its share of the shuffled data; use 'weighted_loss' to weight the classes")))
+        return messages
 
     def reduce_epoch(self, result: EpochResult, device: str) -> EpochResult:
         """``result`` with loss, accuracy and samples over every process's share of the epoch.

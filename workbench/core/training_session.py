@@ -109,8 +109,8 @@ class TrainingSession:
         self.scan = _scan(cfg)
         resume_state = load_checkpoint(cfg.resume) if cfg.resume else None
         self._open_run_dir(resume_state)
-        if self.dist.enabled:
-            self._say("info", self.dist.batch_text(cfg.batch_size))
+        for level, text in self.dist.start_messages(cfg.batch_size, cfg.imbalance):
+            self._say(level, text)
         for warning in self.scan.warnings():
             self._say("warning", warning)
         failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None

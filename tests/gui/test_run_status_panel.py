@@ -73,6 +73,7 @@ def test_the_bottleneck_line_appears_after_the_warm_up_steps_and_names_the_setti
 def test_a_cpu_run_says_float32_and_a_new_run_starts_a_fresh_judgement(qtbot):
     panel = RunStatusPanel()
     qtbot.addWidget(panel)
+    panel.set_run_config(TrainConfig(workers=0, cache_images=True))
     panel.show_run_start(run_start("cpu", "float32"))
     assert "(float32)" in panel.device_label.text()
     for number in range(1, 6):
@@ -80,5 +81,10 @@ def test_a_cpu_run_says_float32_and_a_new_run_starts_a_fresh_judgement(qtbot):
     panel.show_run_end(RunEnd("cancelled", 0, 0, 0.0, "", "", "", 3.0))
     assert panel.bottleneck_text().startswith("Compute-bound: the CPU computes 100%")
 
-    panel.show_run_start(run_start("cpu", "float32"))
+    panel.show_run_start(run_start("cpu", "float32"))  # a followed run: no settings given
     assert panel.bottleneck_text() == "judged after the first steps\u2026"
+    for number in range(1, 6):
+        panel.show_step(step(1, number, 0.9, 0.1))
+    assert panel.bottleneck_text().startswith(
+        "Input-bound: the CPU waits 90% of the time for data. Try: more loader workers; "
+        "the image cache (cache_images)")

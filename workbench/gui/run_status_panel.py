@@ -85,7 +85,8 @@ class RunStatusPanel(QWidget):
         self.state_label.setText(text)
 
     def set_run_config(self, config: TrainConfig | None) -> None:
-        """The settings of the run about to start, so the bottleneck advice can name them."""
+        """The settings of the run about to start, so the bottleneck advice can name them; they
+        are forgotten when that run ends (a followed run's advice is general)."""
         self._bottleneck.config = config
 
     def show_run_start(self, event: RunStart) -> None:
@@ -155,6 +156,7 @@ class RunStatusPanel(QWidget):
         self.eta_label.setText("\u2014")
         if self._steps_done:
             self._update_bottleneck(time.monotonic())
+        self._bottleneck.config = None  # the settings were this run's; see set_run_config
         if event.status == "completed":
             self._set_progress(self.epoch_bar, 100, self.epoch_bar.format(), force=True)
 

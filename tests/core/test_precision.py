@@ -13,7 +13,7 @@ from workbench.core.engine import train
 from workbench.core.events import Callback, Message, RunStart
 from workbench.core.precision import FLOAT32, resolve_precision
 from workbench.core.synthetic_images import write_shape_dataset
-from workbench.core.train_steps import StepContext, run_training_steps
+from workbench.core.train_steps import NonFiniteLossError, StepContext, run_training_steps
 
 
 def _never_called() -> bool:
@@ -94,13 +94,13 @@ def test_steps_autocast_to_the_resolved_dtype():
         assert model(torch.ones(2, 4)).dtype == torch.float32
 
 
-def test_a_nan_loss_without_a_grad_scaler_skips_the_update_under_bfloat16():
-    # bfloat16 runs have no GradScaler to skip a non-finite step, so the step loop must.
+def test_a_nan_loss_without_a_grad_scaler_stops_before_the_update_under_bfloat16():
+    # bfloat16 runs have no GradScaler to skip a non-finite step, so the step loop must stop.
     model = nn.Linear(4, 3)
     before = [p.detach().clone() for p in model.parameters()]
     ctx = _context(True, torch.bfloat16, model, scaler_on=False)
     inputs = torch.full((2, 4), float("nan"))
     batches = iter([(inputs, torch.tensor([0, 1]))])
-    result = run_training_steps(ctx, batches, 1, model, lambda x, y: (x, y))
-    assert result.steps == 1 and ctx.nonfinite_streak == 1
+    with pytest.raises(NonFiniteLossError, match="step 1: the loss is nan"):
+        run_training_steps(ctx, batches, 1, model, lambda x, y: (x, y))
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))

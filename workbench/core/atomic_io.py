@@ -12,8 +12,16 @@ from typing import Any
 def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` in one step; readers see the old or the new file, never half.
 
-    ``durable=False`` skips the fsync: for caches, where losing the newest file in a power cut
+    The temp file lives in the target's folder (``os.replace`` is only atomic within one file
+    system) and is removed again when anything fails, so a full disk or a read-only folder
+    leaves the old file as it was and no stray temp file behind.
+
+    ``durable=False`` skips the fsyncs: for caches, where losing the newest file in a power cut
     only costs recomputing it, and the fsync would dominate the write.
+
+    Raises:
+        OSError: The folder cannot be created or written, or the disk is full; ``path`` is
+            unchanged.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -31,6 +39,21 @@ def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> N
         except OSError:
             pass
         raise
+    if durable:
+        _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable: on POSIX the new directory entry lives in the folder."""
+    if os.name != "posix":
+        return  # Windows cannot open a folder for fsync; its rename is journaled by NTFS
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems (network mounts) refuse fsync on a folder; the file is in place
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: Path | str, text: str) -> None:

@@ -14,7 +14,7 @@ Both carry ``version``; files are always read with ``torch.load(weights_only=Tru
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from workbench.core.atomic_io import atomic_torch_save
 from workbench.core.config import ConfigError, TrainConfig
-from workbench.core.models import (
-    WeightsError,
-    build_model,
-    load_failure_reason,
-    strip_wrapper_prefixes,
-)
+from workbench.core.models import WeightsError, build_model, strip_wrapper_prefixes
+from workbench.core.safe_load import UnsafeOrUnreadableFile, load_tensors_file
+from workbench.core.training_faults import CheckpointSaveError, describe_os_error
 
 CHECKPOINT_FORMAT = "workbench-checkpoint"
 MODEL_FORMAT = "workbench-model"
@@ -63,9 +61,9 @@ def read_workbench_file(path: str | Path, expected: tuple[str, ...] = tuple(_REQ
     if path.is_dir():
         raise CheckpointError(f"'{path}' is a folder, not a checkpoint file")
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CheckpointError(f"'{path}' cannot be loaded: {load_failure_reason(exc)}") from exc
+        data = load_tensors_file(path)
+    except UnsafeOrUnreadableFile as exc:
+        raise CheckpointError(f"'{path}' cannot be loaded: {exc}") from exc
     file_format = data.get("format") if isinstance(data, Mapping) else None
     if not isinstance(file_format, str) or file_format not in _REQUIRED_KEYS:
         raise CheckpointError(f"'{path}' is not a workbench checkpoint or model file "
@@ -145,6 +143,50 @@ def load_model_file(path: str | Path) -> tuple[nn.Module, list[str], TrainConfig
         ) from exc
     model.eval()
     return model, class_names, config
+
+
+def model_file_data(model: nn.Module, class_names: Sequence[str], config: TrainConfig,
+                    epoch: int, val_accuracy: float) -> dict[str, Any]:
+    """The contents of a best-model file, with the weights copied to the CPU."""
+    return {
+        "format": MODEL_FORMAT, "version": FORMAT_VERSION, "model": _cpu_state(model),
+        "class_names": list(class_names), "config": config.to_dict(), "epoch": epoch,
+        "val_accuracy": val_accuracy,
+    }
+
+
+def checkpoint_data(
+    model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any,
+    epoch: int, best_val_accuracy: float, best_epoch: int, class_names: Sequence[str],
+    config: TrainConfig,
+) -> dict[str, Any]:
+    """A training checkpoint after ``epoch`` epochs; ``scaler`` is None when amp is off."""
+    return {
+        "format": CHECKPOINT_FORMAT, "version": FORMAT_VERSION, "model": _cpu_state(model),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "scaler": scaler.state_dict() if scaler is not None else None,
+        "epoch": epoch, "best_val_accuracy": best_val_accuracy, "best_epoch": best_epoch,
+        "best_model": None, "rng": rng_state(), "class_names": list(class_names),
+        "config": config.to_dict(),
+    }
+
+
+def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def write_workbench_file(data: Mapping[str, Any], path: str | Path) -> None:
+    """Write a checkpoint or best-model file atomically (the old file stays until it is replaced).
+
+    Raises:
+        CheckpointSaveError: The folder is not writable or the disk is full; the message names
+            the file and the reason, ``path`` still holds what it held and no temp file is left.
+    """
+    try:
+        atomic_torch_save(dict(data), path)
+    except OSError as exc:
+        raise CheckpointSaveError(f"could not save '{path}': {describe_os_error(exc)}") from exc
 
 
 def rng_state() -> dict[str, Any]:

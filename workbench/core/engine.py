@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from dataclasses import dataclass
 
 import torch
 
@@ -21,6 +22,13 @@ from workbench.core.events import Callback, CallbackList, Message, RunEnd
 from workbench.core.image_cache import ImageDecodeError
 from workbench.core.models import WeightsError
 from workbench.core.train_steps import NonFiniteLossError
+from workbench.core.training_faults import (
+    TrainingOutOfMemory,
+    first_line,
+    free_device_memory,
+    loader_failure_message,
+    out_of_memory_message,
+)
 from workbench.core.training_session import TrainingSession
 
 USER_ERRORS = (
@@ -42,6 +50,10 @@ def train(
 ) -> RunEnd:
     """Train one run to the end, to a cancel, or to a reported failure; never raises for input.
 
+    Faults end the run the same way: a full or read-only disk (the previous checkpoint is
+    kept), the device out of memory (with a smaller batch to try), a non-finite loss (stopped
+    before the update), a loader process that died or hung.
+
     Args:
         config: the run's settings; ``validate()`` problems end the run before anything starts.
         callback: receives every event (the GUI, the CLI, metrics.jsonl are all callbacks).
@@ -55,41 +67,61 @@ def train(
     started = time.monotonic()
     session: TrainingSession | None = None
     try:
-        problems = config.validate()
-        if problems:
-            raise ConfigError("the config has problems: " + "; ".join(problems))
-        session = TrainingSession(config, events, control)
-        session.prepare()
-        return session.fit()
-    except torch.cuda.OutOfMemoryError as exc:
-        text = (
-            f"the GPU ran out of memory ({str(exc).splitlines()[0]}); lower batch_size "
-            "or crop_size, or turn on amp"
-        )
-        return _failed(events, session, text, started)
-    except USER_ERRORS as exc:
-        return _failed(events, session, str(exc), started)
-    except Exception as exc:  # a bug must still end the run cleanly and say what happened
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return _failed(events, session, f"unexpected error: {detail}", started,
-                       trace=traceback.format_exc())
+        try:
+            problems = config.validate()
+            if problems:
+                raise ConfigError("the config has problems: " + "; ".join(problems))
+            session = TrainingSession(config, events, control)
+            session.prepare()
+            return session.fit()
+        except Exception as exc:  # every failure, a bug too, must end the run cleanly
+            failure = _describe_failure(exc, session.config if session else config)
+        # Outside the except block: the error's frames no longer hold tensors.
+        if failure.retry_batch_size or failure.out_of_memory:
+            free_device_memory(session.device if session and hasattr(session, "device")
+                               else config.device)
+        return _failed(events, session, failure, started)
     finally:
         if session is not None:
             session.close()
 
 
+@dataclass(frozen=True)
+class _Failure:
+    text: str
+    trace: str = ""
+    retry_batch_size: int = 0
+    out_of_memory: bool = False
+
+
+def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
+    """What went wrong, as text only (no reference to the exception survives)."""
+    if isinstance(exc, TrainingOutOfMemory):
+        return _Failure(str(exc), retry_batch_size=exc.smaller_batch, out_of_memory=True)
+    if isinstance(exc, torch.OutOfMemoryError):  # outside a step: evaluation, feature caching
+        batch = config.batch_size
+        return _Failure(out_of_memory_message(batch, config.device, first_line(exc)),
+                        retry_batch_size=batch // 2, out_of_memory=True)
+    if isinstance(exc, USER_ERRORS):
+        return _Failure(str(exc))
+    loader_problem = loader_failure_message(exc, config.workers, config.loader_timeout)
+    if loader_problem:
+        return _Failure(loader_problem)
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return _Failure(f"unexpected error: {detail}", trace="".join(traceback.format_exception(exc)))
+
+
 def _failed(
     events: CallbackList,
     session: TrainingSession | None,
-    text: str,
+    failure: _Failure,
     started: float,
-    trace: str = "",
 ) -> RunEnd:
     if session is not None and session.ended:
         return session.ended
-    if trace:
-        events.on_message(Message("error", trace.rstrip()))
-    events.on_message(Message("error", f"Training failed: {text}"))
+    if failure.trace:
+        events.on_message(Message("error", failure.trace.rstrip()))
+    events.on_message(Message("error", f"Training failed: {failure.text}"))
     end = RunEnd(
         status="failed",
         epochs_completed=session.epochs_completed if session else 0,
@@ -99,7 +131,8 @@ def _failed(
         best_model_path=session.best_model_path if session else "",
         last_checkpoint_path=session.last_checkpoint_path if session else "",
         seconds=time.monotonic() - started,
-        error=text,
+        error=failure.text,
+        retry_batch_size=failure.retry_batch_size,
     )
     events.on_run_end(end)
     return end

@@ -310,6 +310,9 @@ def _check_diff(diff: float, path: Path, where: str) -> None:
 def load_exported(path: str | Path) -> ExportedModel:
     """Load a workbench TorchScript export on the CPU, in eval mode.
 
+    TorchScript is a program, not data: call this only on a file the user chose to predict or
+    verify with. Weights and checkpoints never come through here (see ``safe_load``).
+
     Raises:
         ExportError: The file is missing, not TorchScript, or not a workbench export.
     """

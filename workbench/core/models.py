@@ -6,8 +6,6 @@ feature cache and weight files all speak of the same layer.
 
 from __future__ import annotations
 
-import pickle
-import re
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,6 +18,7 @@ import torchvision
 from torch import Tensor, nn
 
 from workbench.core.config import FINETUNE_MODES, TrainConfig
+from workbench.core.safe_load import UnsafeOrUnreadableFile, load_tensors_file
 from workbench.core.warnings import WorkbenchWarning
 
 Report = Callable[[str, str], None]
@@ -29,8 +28,6 @@ Report = Callable[[str, str], None]
 _WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 _WORKBENCH_FORMATS = ("workbench-checkpoint", "workbench-model")
 _LIST_LIMIT = 8
-# How torch's weights_only unpickler names a class it refused to import.
-_REFUSED_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
 
 
 class WeightsError(Exception):
@@ -168,30 +165,13 @@ def _imagenet_state_dict(report: Report) -> dict[str, Tensor]:
                 "(a state_dict file you have)."
             ) from exc
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
+        state = load_tensors_file(path)
+    except UnsafeOrUnreadableFile as exc:
         raise WeightsError(
-            f"ImageNet weights file '{path}' cannot be loaded ({load_failure_reason(exc)}); "
+            f"ImageNet weights file '{path}' cannot be loaded ({exc}); "
             "delete it so it is downloaded again, or copy an intact copy there."
         ) from exc
     return state
-
-
-def load_failure_reason(exc: BaseException) -> str:
-    """Why ``torch.load(..., weights_only=True)`` failed, in words a user can act on."""
-    if isinstance(exc, FileNotFoundError):
-        return "the file does not exist"
-    if isinstance(exc, IsADirectoryError):
-        return "it is a folder, not a file"
-    unsafe = _REFUSED_GLOBAL.search(str(exc)) if isinstance(exc, pickle.UnpicklingError) else None
-    if unsafe:
-        return (f"it holds Python objects ({unsafe.group(1)}) besides tensors and plain data, "
-                "and workbench only loads files safely (weights_only=True)")
-    if isinstance(exc, EOFError):
-        return "the file is empty or ends early"
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    detail = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
-    return f"it is truncated, corrupt or not a PyTorch file ({detail})"
 
 
 def load_weights_file(model: nn.Module, weights_file: str | Path, report: Report) -> None:
@@ -210,10 +190,9 @@ def load_weights_file(model: nn.Module, weights_file: str | Path, report: Report
     if not str(weights_file) or not path.is_file():
         raise WeightsError(f"weights file '{path}' does not exist; choose a .pt/.pth state_dict")
     try:
-        loaded = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise WeightsError(f"weights file '{path}' cannot be loaded: {load_failure_reason(exc)}"
-                           ) from exc
+        loaded = load_tensors_file(path)
+    except UnsafeOrUnreadableFile as exc:
+        raise WeightsError(f"weights file '{path}' cannot be loaded: {exc}") from exc
     state = strip_wrapper_prefixes(_find_state_dict(loaded, path))
     usable = _match_state_dict(model, state, path, report)
     model.load_state_dict(usable, strict=False)

@@ -82,9 +82,14 @@ class MetricsWriter(Callback):
     def _write(self, event: Any, flush: bool = False) -> None:
         if self._handle is None:
             return
-        self._handle.write(json.dumps(_json_safe(event_to_dict(event))) + "\n")
-        if flush:
-            self._handle.flush()
+        try:
+            self._handle.write(json.dumps(_json_safe(event_to_dict(event))) + "\n")
+            if flush:
+                self._handle.flush()
+        except OSError:
+            # A full or read-only disk must not turn reporting into a crash: the run's own
+            # save fails the same way and says so; the log just stops here.
+            self.close()
 
     def on_run_start(self, event: RunStart) -> None:
         self._write(event, flush=True)
@@ -103,9 +108,12 @@ class MetricsWriter(Callback):
         self.close()
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass  # the final flush hit a full disk; nothing more can be written anyway
 
 
 def read_metrics(run_dir: Path | str) -> list[dict[str, Any]]:

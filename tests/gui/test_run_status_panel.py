@@ -88,3 +88,22 @@ def test_a_cpu_run_says_float32_and_a_new_run_starts_a_fresh_judgement(qtbot):
     assert panel.bottleneck_text().startswith(
         "Input-bound: the CPU waits 90% of the time for data. Try: more loader workers; "
         "the image cache (cache_images)")
+
+
+def test_a_real_run_in_the_window_ends_with_advice_naming_its_settings(qtbot, tiny_config):
+    from workbench.gui.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.ask_before_closing_during_training = False
+    window.apply_config(tiny_config.replace(epochs=1, model="small_cnn"))
+    with qtbot.waitSignal(window.controller.run_ended, timeout=120_000) as ended:
+        assert window.start_training()
+    qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
+    assert ended.args[0].status == "completed"
+
+    text = window.status_panel.bottleneck_text()
+    assert text.split(":")[0] in ("Input-bound", "Compute-bound", "Balanced")
+    # Advice that only the run's own settings can give: workers 0, or the full fine-tune.
+    assert "(now 0;" in text or "finetune last_layer" in text, text
+    assert "(float32)" in window.status_panel.device_label.text()

@@ -128,10 +128,11 @@ def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int)
     shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:NAMED_FAILURES])
     more = (f" and {len(failures) - NAMED_FAILURES} more" if len(failures) > NAMED_FAILURES
             else "")
+    count = f"{len(failures)} image{'s' if len(failures) != 1 else ''}"
     raise TooManyFailedImagesError(
-        f"max_failed_images: {len(failures)} images could not be decoded, more than the "
-        f"{max_failed_images} allowed, so the run stopped: {shown}{more}. Fix or remove these "
-        "files, or raise max_failed_images."
+        f"max_failed_images: {count} could not be decoded, more than the {max_failed_images} "
+        f"allowed, so the run stopped: {shown}{more}. Fix or remove these files, or raise "
+        "max_failed_images."
     )
 
 

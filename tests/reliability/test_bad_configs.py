@@ -1,0 +1,104 @@
+"""Settings that cannot work are refused before training, naming the field; limits hold exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.core.config import TrainConfig
+from workbench.core.engine import train
+from workbench.core.events import Callback
+from workbench.core.synthetic_images import write_shape_dataset
+
+
+class _Recorder(Callback):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.messages: list[str] = []
+
+    def on_run_start(self, event) -> None:
+        self.names.append("on_run_start")
+
+    def on_step(self, event) -> None:
+        self.names.append("on_step")
+
+    def on_message(self, event) -> None:
+        self.messages.append(event.text)
+
+    def on_run_end(self, event) -> None:
+        self.names.append("on_run_end")
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory) -> Path:
+    """Two classes, 5 training and 2 validation images each: 10 training images."""
+    return write_shape_dataset(tmp_path_factory.mktemp("shapes"), classes=("circle", "square"),
+                               per_class=5, size=(40, 32), layout="train_val", val_per_class=2)
+
+
+def _config(root: Path, output: Path, **changes) -> TrainConfig:
+    base = TrainConfig(
+        data_root=str(root), model="small_cnn", weights="none", finetune="full",
+        crop_mode="standard", resize_size=32, crop_size=28, batch_size=4, epochs=1,
+        optimizer="sgd", lr=0.01, scheduler="none", workers=0, output_dir=str(output),
+        cache_images=False, cache_features=False, seed=2,
+    )
+    return base.replace(**changes)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"batch_size": 11}, "batch_size: 11 is more than the 10 training images"),
+        ({"batch_size": 500}, "batch_size: 500 is more than the 10 training images"),
+        ({"crop_size": 40}, "crop_size: 40 is larger than resize_size 32"),
+        ({"resize_size": 4, "crop_size": 4}, "resize_size: must be at least 8"),
+        ({"crop_size": 0}, "crop_size: must be at least 8"),
+        ({"batch_size": 0}, "batch_size: must be at least 1"),
+        ({"epochs": 0}, "epochs: must be at least 1"),
+        ({"lr": -0.1}, "lr: must be greater than 0"),
+        ({"momentum": 1.5}, "momentum: must be in [0, 1)"),
+        ({"weight_decay": -1.0}, "weight_decay: must not be negative"),
+        ({"workers": -2}, "workers: must not be negative"),
+        ({"max_failed_images": -1}, "max_failed_images: must not be negative"),
+        ({"loader_timeout": 0.0}, "loader_timeout: must be more than 0 seconds"),
+        ({"val_fraction": 1.5}, "val_fraction: must be between 0 and 1"),
+        ({"crop_mode": "six_crop"}, "crop_mode: 'six_crop' is not one of"),
+        ({"device": "tpu"}, "device: 'tpu' is not"),
+    ],
+    ids=lambda value: "-".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, dict) else "",
+)
+def test_a_setting_that_cannot_work_is_refused_before_training(
+    shapes: Path, tmp_path: Path, changes: dict, expected: str
+) -> None:
+    recorder = _Recorder()
+    end = train(_config(shapes, tmp_path / "runs", **changes), recorder)
+    assert end.status == "failed"
+    assert expected in end.error
+    assert recorder.names == ["on_run_end"]  # nothing started, no step taken
+    assert any(expected in text for text in recorder.messages)
+
+
+def test_a_batch_of_exactly_the_training_set_trains(shapes: Path, tmp_path: Path) -> None:
+    recorder = _Recorder()
+    end = train(_config(shapes, tmp_path / "runs", batch_size=10), recorder)
+    assert end.status == "completed", end.error
+    assert recorder.names.count("on_step") == 1
+
+
+@pytest.mark.parametrize(("broken", "allowed", "status"), [(1, 0, "failed"), (1, 1, "completed")])
+def test_max_failed_images_is_a_strict_limit(
+    tmp_path: Path, broken: int, allowed: int, status: str
+) -> None:
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=5,
+                               size=(40, 32), layout="train_val", val_per_class=2)
+    bad = sorted((root / "train" / "square").glob("*.png"))[:broken]
+    for path in bad:
+        path.write_bytes(b"<html>moved</html>")
+    end = train(_config(root, tmp_path / "runs", max_failed_images=allowed))
+    assert end.status == status
+    if status == "failed":
+        assert end.error.startswith("max_failed_images: 1 image could not be decoded")
+        assert str(bad[0]) in end.error and "not an image Pillow can identify" in end.error

@@ -3,7 +3,8 @@
 Each sample is decoded once (resized, then cached on disk), cropped by the transforms as
 uint8 and batched; ``BatchPreparer`` finishes the job on the device. An image that cannot be
 decoded becomes a zero image labelled -1 (ignored by loss and accuracy) and a line in the
-failure log, instead of ending a night's run.
+failure log, instead of ending a night's run; only when more distinct images than
+``max_failed_images`` have failed does the run stop (``check_failed_images``), naming them.
 """
 
 from __future__ import annotations

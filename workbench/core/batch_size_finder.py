@@ -18,7 +18,6 @@ RAM by default). The same limit simulates a smaller GPU in tests.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +31,7 @@ from workbench.core.models import apply_finetune_mode, build_model, set_train_mo
 from workbench.core.multicrop import multicrop_loss
 from workbench.core.optimisers import build_optimizer
 from workbench.core.precision import resolve_precision
+from workbench.core.training_faults import free_device_memory
 
 MARGIN = 0.9
 """Share of the largest fitting batch that is recommended."""
@@ -189,16 +189,6 @@ class TrainingStepProbe:
 
 def _unpack(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
-
-
-def free_device_memory(device: str) -> None:
-    """Give memory back after an out-of-memory error: collect cycles, empty the CUDA cache,
-    restart the peak counter. Call it outside the ``except`` block, once the exception and
-    its traceback (which hold the failed step's tensors) are gone."""
-    gc.collect()
-    if device.startswith("cuda") and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
 
 
 def default_memory_limit(device: str) -> int | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from workbench.core.events import EpochEnd, Message, RunEnd, RunStart, StepStats
@@ -20,6 +20,7 @@ from workbench.core.runs import CONFIG_FILE, METRICS_FILE
 
 POLL_INTERVAL_MS = 500
 READ_LIMIT = 256 * 1024  # bytes per poll: a few hundred step lines, a few milliseconds
+BANNER_MAX_HEIGHT = 64
 
 
 class RunFollowBanner(QWidget):
@@ -35,7 +36,10 @@ class RunFollowBanner(QWidget):
         layout.setContentsMargins(6, 2, 6, 2)
         layout.addWidget(self.text_label, 1)
         layout.addWidget(self.stop_button)
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.setStyleSheet("RunFollowBanner { background: #e3f2fd; }")
+        # It sits in the training tab's splitter: two lines of text, not a share of the plots.
+        self.setMaximumHeight(BANNER_MAX_HEIGHT)
         self.hide()
 
     def show_text(self, text: str, following: bool) -> None:

@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--output-dir", default="runs")
     demo.add_argument("--epochs", type=int, default=None)
     demo.add_argument("--data-dir", default=None, help="where to generate the demo images")
+
+    bench = sub.add_parser("bench", help="run the benchmarks: a table of side-by-side ratios "
+                                         "against the targets, also written as JSON")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes, a smoke test in under a minute (figures mean little)")
+    bench.add_argument("--only", help="comma-separated groups: loader,training,worker,ui")
+    bench.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    bench.add_argument("-o", "--output", help="JSON file or folder (default ./bench.json)")
     return parser
 
 
@@ -107,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "train": _cmd_train, "export": _cmd_export, "predict": _cmd_predict,
         "devices": _cmd_devices, "scan": _cmd_scan, "demo": _cmd_demo,
-        "find-batch": _cmd_find_batch,
+        "find-batch": _cmd_find_batch, "bench": _cmd_bench,
     }[args.command]
     try:
         return handler(args)
@@ -280,6 +288,19 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.epochs:
         config = config.replace(epochs=args.epochs)
     return _train_and_maybe_export(config, export=True)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from workbench.bench.suite import run_from_cli
+
+    command = ["workbench", "bench"]
+    if args.quick:
+        command.append("--quick")
+    for flag, value in (("--only", args.only), ("--device", args.device),
+                        ("--output", args.output)):
+        if value and value != "auto":
+            command += [flag, value]
+    return run_from_cli(args, " ".join(command))
 
 
 if __name__ == "__main__":

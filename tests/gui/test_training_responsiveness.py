@@ -1,45 +1,43 @@
-"""The UI thread stays responsive while a real run trains through the worker into the window."""
+"""A real run trains through the worker into the window off the UI thread, which keeps running
+its event loop, and the window receives the run's events in order.
+
+How late the UI thread runs meanwhile is measured by ``workbench bench --only ui``.
+"""
 
 from __future__ import annotations
 
-import time
+import threading
 
-import numpy as np
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QTimer
 
+import workbench.core.engine
 from workbench.gui.main_window import MainWindow
 
-HEARTBEAT_MS = 10
 
-
-class Heartbeat(QObject):
-    """A 10 ms timer on the UI thread; lateness is how much later than 10 ms each tick came."""
+class TickCounter:
+    """Counts the ticks of a 10 ms timer on the UI thread between ``start`` and ``stop``."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.lateness_ms: list[float] = []
-        self._last = 0.0
-        self._timer = QTimer(self)
-        self._timer.setInterval(HEARTBEAT_MS)
-        self._timer.timeout.connect(self._on_tick)
+        self.ticks = 0
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._tick)
 
-    @Slot(object)
-    def start(self, _event: object = None) -> None:
-        self._last = time.perf_counter()
-        self._timer.start()
-
-    @Slot(object)
-    def stop(self, _event: object = None) -> None:
-        self._timer.stop()
-
-    @Slot()
-    def _on_tick(self) -> None:
-        now = time.perf_counter()
-        self.lateness_ms.append(max(0.0, (now - self._last) * 1000.0 - HEARTBEAT_MS))
-        self._last = now
+    def _tick(self) -> None:
+        self.ticks += 1
 
 
-def test_ui_heartbeat_during_training(qtbot, shapes_dataset, tiny_config, reraise_errors):
+def test_training_runs_off_the_ui_thread_and_events_arrive_in_order(
+    qtbot, monkeypatch, shapes_dataset, tiny_config, reraise_errors
+):
+    real_train = workbench.core.engine.train
+    training_threads: list[int] = []
+
+    def recording_train(*args, **kwargs):
+        training_threads.append(threading.get_ident())
+        return real_train(*args, **kwargs)
+
+    monkeypatch.setattr(workbench.core.engine, "train", recording_train)
     window = MainWindow()
     qtbot.addWidget(window)
     window.ask_before_closing_during_training = False
@@ -47,24 +45,30 @@ def test_ui_heartbeat_during_training(qtbot, shapes_dataset, tiny_config, rerais
     qtbot.waitExposed(window)
     with qtbot.waitSignal(window.dataset_panel.dataset_scanned, timeout=30_000):
         window.open_folder(str(shapes_dataset))
-    window.apply_config(tiny_config.replace(epochs=3))
+    window.apply_config(tiny_config.replace(epochs=2))
     reraise_errors(window.controller)
-    heartbeat = Heartbeat()
-    # From the first event to the last: torch's one-time import before the run is not training.
-    window.controller.run_started.connect(heartbeat.start)
-    window.controller.run_ended.connect(heartbeat.stop)
-    steps: list[object] = []
-    window.controller.step_finished.connect(steps.append)
+    events: list[object] = []
+    heartbeat = TickCounter()
+    controller = window.controller
+    for signal in (controller.run_started, controller.step_finished, controller.epoch_ended,
+                   controller.run_ended):
+        signal.connect(events.append)
+    # Counting from the first event to the last: the run's own time, not torch's import.
+    controller.run_started.connect(lambda _event: heartbeat.timer.start())
+    controller.run_ended.connect(lambda _event: heartbeat.timer.stop())
 
-    with qtbot.waitSignal(window.controller.run_ended, timeout=120_000) as ended:
+    with qtbot.waitSignal(controller.run_ended, timeout=120_000) as ended:
         assert window.start_training()
-    qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
+    qtbot.waitUntil(lambda: not controller.is_running(), timeout=30_000)
 
-    assert ended.args[0].status == "completed" and len(steps) == 12
-    lateness = np.array(heartbeat.lateness_ms)
-    assert len(lateness) > 50, "the run was too short to measure"
-    p95, p99, worst = np.percentile(lateness, 95), np.percentile(lateness, 99), lateness.max()
-    print(f"\nUI heartbeat lateness over {len(lateness)} ticks while training: "
-          f"p95 {p95:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms")
-    assert p99 <= 50.0
-    assert worst <= 100.0
+    assert ended.args[0].status == "completed"
+    assert training_threads and training_threads[0] != threading.get_ident()
+    assert heartbeat.ticks > 0, "the UI thread did not run its timers while training"
+    names = [type(event).__name__ for event in events]
+    steps_per_epoch = events[0].steps_per_epoch
+    epoch = ["StepStats"] * steps_per_epoch + ["EpochEnd"]
+    assert names == ["RunStart", *epoch, *epoch, "RunEnd"]
+    steps = [event for event in events if type(event).__name__ == "StepStats"]
+    assert [(s.epoch, s.step) for s in steps] == [
+        (e, s) for e in (1, 2) for s in range(1, steps_per_epoch + 1)]
+    assert [s.global_step for s in steps] == list(range(1, 2 * steps_per_epoch + 1))

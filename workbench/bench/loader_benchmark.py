@@ -1,21 +1,17 @@
 """Naive per-crop loader vs the workbench loader on large JPEGs, side by side in one run.
 
-    python -m workbench.bench.loader_benchmark [--images 24] [--size 4000x3000] [--workers 0,4]
-
 The naive pipeline is the one users write first: Pillow full decode, ``Resize(512)``,
-``FiveCrop(224)``, then ``ToTensor`` and ``Normalize`` crop by crop in Python. The workbench
-pipeline decodes JPEGs at a reduced scale, caches the resized pixels, crops uint8 and
-normalises after batching (here on the CPU; on a GPU that last step runs on the device).
-Both go through DataLoaders with identical settings. Targets: first epoch >= 3x, cached
-epochs >= 10x.
+``FiveCrop(224)``, then ``ToTensor`` and ``Normalize`` crop by crop in Python, batch 4. The
+workbench pipeline decodes JPEGs at a reduced scale, caches the resized pixels, crops uint8 and
+normalises after batching (here on the CPU; on a GPU that last step runs on the device). Both
+go through DataLoaders with identical settings. Each round runs both pipelines from a cold
+image cache, in alternating order so that drift in machine load hits both alike. Targets:
+first epoch >= 3x, cached epochs >= 10x.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import random
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -27,7 +23,9 @@ from PIL import Image, ImageChops
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms as v1
 
+from workbench.bench.report import BenchRow, ratio_row
 from workbench.core.batch_preparation import BatchPreparer
+from workbench.core.config import default_workers
 from workbench.core.data_pipeline import ImageSampleDataset
 from workbench.core.synthetic_images import SHAPES, draw_shape_image
 from workbench.core.transforms import IMAGENET_MEAN, IMAGENET_STD, StackCrops
@@ -35,8 +33,25 @@ from workbench.core.transforms import v2 as tv2
 
 RESIZE = 512
 CROP = 224
+BATCH = 4
 TARGET_FIRST = 3.0
 TARGET_CACHED = 10.0
+
+
+@dataclass(frozen=True)
+class LoaderSizes:
+    """How much the benchmark generates and times."""
+
+    images: int
+    size: tuple[int, int]
+    cached_epochs: int
+    rounds: int
+    workers: tuple[int, ...]
+
+
+FULL = LoaderSizes(images=32, size=(4000, 3000), cached_epochs=2, rounds=2,
+                   workers=tuple(sorted({0, default_workers()})))
+QUICK = LoaderSizes(images=4, size=(1024, 768), cached_epochs=1, rounds=1, workers=(0,))
 
 
 @dataclass
@@ -45,10 +60,6 @@ class EpochTimes:
 
     first: float
     cached: list[float]
-
-    @property
-    def cached_mean(self) -> float:
-        return sum(self.cached) / len(self.cached)
 
 
 class NaiveFiveCropDataset(Dataset):
@@ -89,7 +100,7 @@ def write_photos(folder: Path, count: int, size: tuple[int, int], seed: int = 0)
 def loader_options(workers: int) -> dict[str, object]:
     """The DataLoader settings both pipelines share."""
     return {
-        "batch_size": 4,
+        "batch_size": BATCH,
         "shuffle": False,
         "num_workers": workers,
         "persistent_workers": workers > 0,
@@ -110,104 +121,95 @@ def time_epochs(
     return EpochTimes(times[0], times[1:])
 
 
-def run_pair(
-    samples: list[tuple[str, int]], workers: int, cache_dir: str, cached_epochs: int
-) -> tuple[EpochTimes, EpochTimes, float]:
-    """Time both pipelines; also return how far apart their model inputs are (normalised)."""
+def _naive_prepare(images: torch.Tensor, labels: torch.Tensor) -> object:
+    return images.flatten(0, 1), labels
+
+
+def run_round(
+    samples: list[tuple[str, int]], workers: int, cache_dir: str, cached_epochs: int,
+    naive_first: bool,
+) -> tuple[EpochTimes, EpochTimes]:
+    """Time both pipelines once, the workbench one from an empty image cache."""
     naive_set = NaiveFiveCropDataset(samples)
     transform = tv2.Compose([tv2.FiveCrop(CROP), StackCrops()])
     workbench_set = ImageSampleDataset(samples, transform, RESIZE, False, cache_dir)
     # NCHW like the naive batch: the comparison is about the loader, not the layout.
     preparer = BatchPreparer(IMAGENET_MEAN, IMAGENET_STD, "cpu", channels_last=False)
+    epochs = 1 + cached_epochs
 
-    def naive_prepare(images: torch.Tensor, labels: torch.Tensor) -> object:
-        return images.flatten(0, 1), labels
+    def naive() -> EpochTimes:
+        return time_epochs(DataLoader(naive_set, **loader_options(workers)), _naive_prepare,
+                           epochs)
 
-    naive = time_epochs(DataLoader(naive_set, **loader_options(workers)), naive_prepare,
-                        1 + cached_epochs)
-    workbench = time_epochs(DataLoader(workbench_set, **loader_options(workers)), preparer,
-                            1 + cached_epochs)
-    naive_input = naive_set[0][0]
+    def workbench() -> EpochTimes:
+        return time_epochs(DataLoader(workbench_set, **loader_options(workers)), preparer,
+                           epochs)
+
+    if naive_first:
+        naive_times = naive()
+        return naive_times, workbench()
+    workbench_times = workbench()
+    return naive(), workbench_times
+
+
+def input_difference(samples: list[tuple[str, int]], cache_dir: str) -> float:
+    """Mean absolute difference of the two pipelines' model inputs (normalised units)."""
+    naive_input = NaiveFiveCropDataset(samples)[0][0]
+    transform = tv2.Compose([tv2.FiveCrop(CROP), StackCrops()])
+    workbench_set = ImageSampleDataset(samples, transform, RESIZE, False, cache_dir)
+    preparer = BatchPreparer(IMAGENET_MEAN, IMAGENET_STD, "cpu", channels_last=False)
     workbench_input, _ = preparer(workbench_set[0][0].unsqueeze(0), torch.tensor([0]))
-    difference = float((naive_input - workbench_input).abs().mean())
-    return naive, workbench, difference
+    return float((naive_input - workbench_input).abs().mean())
 
 
-def print_table(workers: int, images: int, naive: EpochTimes, workbench: EpochTimes) -> None:
-    first_ratio = naive.first / workbench.first
-    cached_ratio = naive.cached_mean / workbench.cached_mean
-    print(f"\nworkers={workers}")
-    print(f"  {'pipeline':<10} {'epoch 1 s':>10} {'img/s':>8} {'cached s':>10} {'img/s':>8}")
-    for name, times in (("naive", naive), ("workbench", workbench)):
-        print(f"  {name:<10} {times.first:>10.3f} {images / times.first:>8.1f} "
-              f"{times.cached_mean:>10.3f} {images / times.cached_mean:>8.1f}")
-    print(f"  {'ratio':<10} {first_ratio:>9.1f}x {'':>8} {cached_ratio:>9.1f}x   "
-          f"(targets >= {TARGET_FIRST:.0f}x / >= {TARGET_CACHED:.0f}x: "
-          f"{_verdict(first_ratio, TARGET_FIRST)} / {_verdict(cached_ratio, TARGET_CACHED)})")
+def run(quick: bool = False, device: str = "auto") -> list[BenchRow]:
+    """Rows: first-epoch and cached-epoch images/s of both pipelines for each worker count.
 
-
-def _verdict(ratio: float, target: float) -> str:
-    return "met" if ratio >= target else "MISSED"
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    """'4000x3000' -> (4000, 3000)."""
-    try:
-        width, height = (int(part) for part in text.lower().split("x"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"size '{text}' is not WIDTHxHEIGHT") from exc
-    if min(width, height) < RESIZE:
-        raise argparse.ArgumentTypeError(f"size '{text}': both sides must be >= {RESIZE}")
-    return width, height
-
-
-def parse_workers(text: str) -> list[int]:
-    """'0,4' -> [0, 4]."""
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"workers '{text}' is not a list like 0,4") from exc
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError(f"workers '{text}' needs counts >= 0")
-    return values
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Generate the photos, time both pipelines per worker count, print the tables."""
-    cpus = os.cpu_count() or 1
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--images", type=int, default=24, help="JPEGs to generate (default 24)")
-    parser.add_argument("--size", type=parse_size, default=(4000, 3000),
-                        help="WIDTHxHEIGHT of each JPEG (default 4000x3000)")
-    parser.add_argument("--workers", type=parse_workers, default=sorted({0, cpus}),
-                        help=f"comma-separated loader process counts (default 0,{cpus})")
-    parser.add_argument("--cached-epochs", type=int, default=2,
-                        help="epochs timed after the first (default 2)")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch threads in this process (loader workers always use 1); "
-                             "default 0 keeps torch's choice")
-    args = parser.parse_args(argv)
-    if args.images < 1 or args.cached_epochs < 1 or args.threads < 0:
-        parser.error("--images and --cached-epochs must be at least 1, --threads at least 0")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    ``device`` is unused: both pipelines end in CPU tensors, the part every device shares.
+    """
+    sizes = QUICK if quick else FULL
+    rows = []
     with tempfile.TemporaryDirectory(prefix="workbench-loader-bench-") as tmp:
         folder = Path(tmp)
-        started = time.perf_counter()
-        paths = write_photos(folder, args.images, args.size)
-        print(f"{args.images} JPEGs of {args.size[0]}x{args.size[1]} (quality 90) written in "
-              f"{time.perf_counter() - started:.1f} s; Resize({RESIZE}) + FiveCrop({CROP}), "
-              f"batch 4, {cpus} CPUs, {torch.get_num_threads()} torch thread(s), "
-              f"torch {torch.__version__}")
+        paths = write_photos(folder, sizes.images, sizes.size)
         samples = [(path, index % 2) for index, path in enumerate(paths)]
-        for workers in args.workers:
-            cache_dir = str(folder / f"cache-{workers}")  # cold for each worker count
-            naive, workbench, difference = run_pair(samples, workers, cache_dir,
-                                                    args.cached_epochs)
-            print_table(workers, args.images, naive, workbench)
-            print(f"  mean |difference| of the model inputs: {difference:.4f} (normalised units)")
-    return 0
+        setting = (f"{sizes.images} JPEGs {sizes.size[0]}x{sizes.size[1]}, Resize({RESIZE}) "
+                   f"+ FiveCrop({CROP}), batch {BATCH}")
+        # One untimed pass over one image warms both code paths (first-call costs in torch
+        # and Pillow), so neither side pays them inside a timed epoch.
+        run_round(samples[:1], 0, str(folder / "cache-warm-up"), 0, naive_first=True)
+        for workers in sizes.workers:
+            naive_runs, workbench_runs = [], []
+            for index in range(sizes.rounds):
+                cache_dir = str(folder / f"cache-{workers}-{index}")  # cold every round
+                naive, workbench = run_round(samples, workers, cache_dir, sizes.cached_epochs,
+                                             naive_first=index % 2 == 0)
+                naive_runs.append(naive)
+                workbench_runs.append(workbench)
+            difference = input_difference(samples, str(folder / f"cache-{workers}-0"))
+            rows += _rows(sizes, workers, setting, naive_runs, workbench_runs, difference)
+    return rows
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _rows(sizes: LoaderSizes, workers: int, setting: str, naive: list[EpochTimes],
+          workbench: list[EpochTimes], difference: float) -> list[BenchRow]:
+    images = sizes.images
+
+    def per_second(seconds: list[float]) -> float:
+        return images * len(seconds) / sum(seconds)
+
+    details = {"setting": setting, "workers": workers, "rounds": sizes.rounds,
+               "cached_epochs": sizes.cached_epochs, "torch_threads": torch.get_num_threads(),
+               "mean_abs_input_difference": round(difference, 5)}
+    first = ratio_row(
+        "loader", f"loader first epoch, workers {workers}",
+        per_second([t.first for t in workbench]), per_second([t.first for t in naive]),
+        "img/s", TARGET_FIRST, naive_s=[t.first for t in naive],
+        workbench_s=[t.first for t in workbench], **details)
+    cached = ratio_row(
+        "loader", f"loader cached epochs, workers {workers}",
+        per_second([s for t in workbench for s in t.cached]),
+        per_second([s for t in naive for s in t.cached]), "img/s", TARGET_CACHED,
+        naive_s=[s for t in naive for s in t.cached],
+        workbench_s=[s for t in workbench for s in t.cached], **details)
+    return [first, cached]

@@ -1,7 +1,5 @@
 """Training throughput through the Qt worker against the headless engine, side by side.
 
-    QT_QPA_PLATFORM=offscreen python -m workbench.bench.worker_benchmark [--rounds 2]
-
 The same config trains alternately headless (``engine.train`` in the main thread, as the CLI
 runs it) and through ``TrainingController`` (a QThread, every event a queued Qt signal into the
 UI thread, which also runs a 10 ms heartbeat), each in a fresh process as a user would run them:
@@ -20,10 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from workbench.bench.report import BenchRow, ratio_row
 from workbench.core.config import TrainConfig
 from workbench.core.engine import train
 from workbench.core.events import Callback, StepStats
 from workbench.core.synthetic_images import write_shape_dataset
+
+TARGET = 0.97
 
 
 class _StepRecorder(Callback):
@@ -68,47 +69,55 @@ def through_worker(config: TrainConfig) -> float:
     return images_per_second(steps, config.batch_size)
 
 
-def _config(root: Path, epochs: int) -> TrainConfig:
+def _config(root: Path, epochs: int, device: str) -> TrainConfig:
     return TrainConfig(
         data_root=str(root / "data"), weights="none", finetune="full", crop_mode="five_crop",
         resize_size=64, crop_size=56, batch_size=8, epochs=epochs, workers=0,
         scheduler="none", output_dir=str(root / "runs"), cache_dir=str(root / "cache"),
+        device=device,
     )
 
 
-def _measure_in_fresh_process(mode: str, root: Path, epochs: int) -> float:
+def _measure_in_fresh_process(mode: str, root: Path, epochs: int, device: str) -> float:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     result = subprocess.run(
         [sys.executable, "-m", "workbench.bench.worker_benchmark", "--measure", mode,
-         "--root", str(root), "--epochs", str(epochs)],
-        capture_output=True, text=True, check=True,
+         "--root", str(root), "--epochs", str(epochs), "--device", device],
+        capture_output=True, text=True, env=env,
     )
+    if result.returncode != 0:
+        raise RuntimeError(f"{mode} measurement failed: {result.stderr.strip()[-2000:]}")
     return float(result.stdout.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--measure", choices=("headless", "worker"), help=argparse.SUPPRESS)
-    parser.add_argument("--root", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    if args.measure:
-        measure = headless if args.measure == "headless" else through_worker
-        print(measure(_config(Path(args.root), args.epochs)))
-        return
-    with tempfile.TemporaryDirectory(prefix="workbench-bench-") as tmp:
+def run(quick: bool = False, device: str = "auto") -> list[BenchRow]:
+    """One row: median images/s through the Qt worker against headless, alternating rounds."""
+    rounds, epochs, per_class = (1, 2, 4) if quick else (3, 3, 16)
+    with tempfile.TemporaryDirectory(prefix="workbench-worker-bench-") as tmp:
         root = Path(tmp)
-        write_shape_dataset(root / "data", per_class=16, size=(96, 72), layout="train_val",
-                            val_per_class=4)
+        write_shape_dataset(root / "data", per_class=per_class, size=(96, 72),
+                            layout="train_val", val_per_class=4)
         plain, worker = [], []
-        for _ in range(args.rounds):  # alternate, so drift in machine load hits both alike
-            plain.append(_measure_in_fresh_process("headless", root, args.epochs))
-            worker.append(_measure_in_fresh_process("worker", root, args.epochs))
-    print(f"headless engine, images/s: {' '.join(f'{v:.1f}' for v in plain)}")
-    print(f"through Qt worker, images/s: {' '.join(f'{v:.1f}' for v in worker)}")
-    ratio = statistics.median(worker) / statistics.median(plain)
-    print(f"ratio worker / headless (median, >= 0.97): {ratio:.3f}x")
+        for _ in range(rounds):  # alternate, so drift in machine load hits both alike
+            plain.append(_measure_in_fresh_process("headless", root, epochs, device))
+            worker.append(_measure_in_fresh_process("worker", root, epochs, device))
+    return [ratio_row(
+        "worker", "training through the Qt worker vs headless engine", statistics.median(worker),
+        statistics.median(plain), "img/s", TARGET, headless=plain, worker=worker,
+        setting=f"resnet18, {4 * per_class} PNG 96x72, resize 64, five crops of 56, batch 8, "
+                f"{epochs} epochs, fresh process per side, {rounds} round(s)")]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of one measurement in a fresh process (the suite starts these)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--measure", choices=("headless", "worker"), required=True)
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args(argv)
+    measure = headless if args.measure == "headless" else through_worker
+    print(measure(_config(Path(args.root), args.epochs, args.device)))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from workbench.core.config import TrainConfig
 from workbench.core.engine import train
 from workbench.core.events import EpochEnd, Message, RunEnd, RunStart, StepStats, event_from_dict
 from workbench.core.run_follower import RunFollower
-from workbench.core.runs import CONFIG_FILE, METRICS_FILE
+from workbench.core.runs import CONFIG_FILE, METRICS_FILE, MetricsWriter
 from workbench.core.synthetic_images import write_shape_dataset
 
 
@@ -179,3 +179,16 @@ def test_an_unreadable_config_is_named(tmp_path):
     follower = RunFollower(tmp_path)
     assert follower.read_info() is None
     assert CONFIG_FILE in follower.config_problem
+
+
+@pytest.mark.parametrize(("step_flush_s", "seen_live"), [(0.0, 2), (3600.0, 0)])
+def test_step_lines_reach_a_follower_while_the_epoch_runs(finished_run, tmp_path, step_flush_s,
+                                                          seen_live):
+    steps = [e for e in written_events(finished_run) if isinstance(e, StepStats)][:2]
+    writer = MetricsWriter(tmp_path / METRICS_FILE, step_flush_s=step_flush_s)
+    follower = RunFollower(tmp_path)
+    for step in steps:
+        writer.on_step(step)
+    assert len(follower.poll().events) == seen_live  # no epoch end has flushed the file yet
+    writer.close()
+    assert len(follower.poll().events) == 2 - seen_live

@@ -126,3 +126,14 @@ def test_a_folder_of_runs_is_refused_with_a_hint(window, remote_run):
     assert not window.follow_run(str(run_dir.parent))
     assert "holds runs" in window.last_error and run_dir.name in window.last_error
     assert not window.run_follow.is_following()
+
+
+def test_an_unreadable_config_is_named_above_the_plots(qtbot, window, remote_run, tmp_path):
+    run_dir, _ = remote_run
+    (tmp_path / CONFIG_FILE).write_text('{"config": ')  # cut short by a copy
+    shutil.copy(run_dir / METRICS_FILE, tmp_path / METRICS_FILE)
+    assert window.follow_run(str(tmp_path))
+    banner = window.run_follow.banner.text_label
+    assert CONFIG_FILE in banner.text() and "cannot read" in banner.text()
+    qtbot.waitUntil(lambda: not window.run_follow.is_following(), timeout=WAIT_MS)
+    assert window.plots.point_count("accuracy_val_epoch") == 2  # the events are drawn anyway

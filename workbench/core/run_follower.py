@@ -101,15 +101,15 @@ class RunFollower:
 
     # ------------------------------------------------------------------ config.json
     def read_info(self) -> RunInfo | None:
-        """The run's config and environment; None while config.json is missing or unreadable
-        (``config_problem`` then says why)."""
+        """The run's config and environment; None while config.json is missing or, with
+        ``config_problem`` saying why, unreadable."""
         path = self.run_dir / CONFIG_FILE
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
                 raise ValueError("it has no 'config' object")
         except FileNotFoundError:
-            self._config_problem = f"{path} does not exist yet"
+            self._config_problem = ""  # not written or not copied yet: nothing is wrong
             return None
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             self._config_problem = f"{path}: cannot read the run's config ({exc})"
@@ -122,7 +122,8 @@ class RunFollower:
 
     @property
     def config_problem(self) -> str:
-        """Why the last ``read_info`` returned None ('' after a successful read)."""
+        """Why the last ``read_info`` could not read config.json ('' if it did, or if the
+        file is not there yet)."""
         return self._config_problem
 
     # ------------------------------------------------------------------ metrics.jsonl

@@ -55,7 +55,6 @@ class RunFollowController(QObject):
     Signals:
         run_started, step_finished, epoch_ended, message_logged, run_ended: the run's events.
         restarted: the metrics file was rewritten from the start; clear what was shown.
-        following_changed(bool): following started or stopped.
     """
 
     run_started = Signal(object)
@@ -64,7 +63,6 @@ class RunFollowController(QObject):
     message_logged = Signal(object)
     run_ended = Signal(object)
     restarted = Signal()
-    following_changed = Signal(bool)
 
     def __init__(self, parent: QObject | None = None,
                  interval_ms: int = POLL_INTERVAL_MS) -> None:
@@ -93,7 +91,6 @@ class RunFollowController(QObject):
         self._read_summary()
         self._show_banner(following=True)
         self.message_logged.emit(Message("info", f"Following the run in {run_dir}"))
-        self.following_changed.emit(True)
         self._timer.start(0)
         return ""
 
@@ -106,9 +103,9 @@ class RunFollowController(QObject):
         self._follower = None
         if reason:
             self.message_logged.emit(Message("info", f"Stopped following {run_dir}: {reason}"))
-        self.following_changed.emit(False)
 
     def is_following(self) -> bool:
+        """True between ``follow`` and the run's end or ``stop``."""
         return self._follower is not None
 
     def run_dir(self) -> str:
@@ -133,6 +130,7 @@ class RunFollowController(QObject):
         batch = follower.poll()
         if batch.restarted:
             self.restarted.emit()
+            self._read_summary()  # a new run in the same folder has its own config
         for event in batch.events:
             self._emit(event)
         if self._follower is not follower:
@@ -156,14 +154,18 @@ class RunFollowController(QObject):
             self.run_ended.emit(event)
 
     def _read_summary(self) -> None:
-        info = self._follower.read_info() if self._follower else None
-        if info is not None:
-            self._summary = info.summary()
+        if self._follower is None:
+            return
+        info = self._follower.read_info()
+        summary = info.summary() if info is not None else ""
+        if summary != self._summary:
+            self._summary = summary
             self._show_banner(following=True)
 
     def _show_banner(self, following: bool, ended: str = "") -> None:
         where = self._run_dir
-        config = self._summary or f"waiting for {CONFIG_FILE}"
+        problem = self._follower.config_problem if self._follower else ""
+        config = self._summary or problem or f"waiting for {CONFIG_FILE}"
         if following:
             text = (f"Following {where} \u2014 {config}. Start trains on this computer and "
                     "stops following.")

@@ -434,8 +434,7 @@ def test_a_file_the_os_refuses_to_read_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The tests run as root, for whom chmod does not block reads: refuse at open() instead.
-    path = tmp_path / "locked.png"
-    path.write_bytes(PNG)
+    path = _dataset_with(tmp_path, Case("locked", "locked.png", _bytes(PNG)))
     real_open = builtins.open
 
     def refusing_open(file, *args, **kwargs):
@@ -444,9 +443,11 @@ def test_a_file_the_os_refuses_to_read_is_reported(
         return real_open(file, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", refusing_open)
+    assert _scan_verdict(path) == "cannot read file (Permission denied)"
     with pytest.raises(ImageDecodeError) as error:
         load_image_uint8(str(path), RESIZE)
-    assert error.value.path == str(path) and "Permission denied" in error.value.reason
+    assert error.value.path == str(path)
+    assert error.value.reason == "cannot read file (Permission denied)"
 
 
 @pytest.mark.timeout(3)

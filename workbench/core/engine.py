@@ -66,6 +66,7 @@ def train(
     control = control or RunControl()
     started = time.monotonic()
     session: TrainingSession | None = None
+    failure: _Failure | None = None
     try:
         try:
             problems = config.validate()
@@ -83,7 +84,7 @@ def train(
         return _failed(events, session, failure, started)
     finally:
         if session is not None:
-            session.close()
+            session.close(kill_loader_workers=failure is not None and failure.loader_failed)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class _Failure:
     trace: str = ""
     retry_batch_size: int = 0
     out_of_memory: bool = False
+    loader_failed: bool = False
 
 
 def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
@@ -106,7 +108,7 @@ def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
         return _Failure(str(exc))
     loader_problem = loader_failure_message(exc, config.workers, config.loader_timeout)
     if loader_problem:
-        return _Failure(loader_problem)
+        return _Failure(loader_problem, loader_failed=True)
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return _Failure(f"unexpected error: {detail}", trace="".join(traceback.format_exception(exc)))
 

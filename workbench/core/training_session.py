@@ -114,6 +114,10 @@ class TrainingSession:
         for warning in self.scan.warnings():
             self._say("warning", warning)
         failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
+        if cfg.workers > 0:
+            # Batches travel as named shared memory, not as file descriptors handed over a
+            # socket: a worker killed during that handover leaves the receiver blocked for good.
+            torch.multiprocessing.set_sharing_strategy("file_system")
         self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device, failure_log)
         self._build_model_and_optimiser()
         if resume_state is not None:
@@ -408,18 +412,23 @@ class TrainingSession:
     def _say(self, level: str, text: str) -> None:
         self.events.on_message(Message(level, text))
 
-    def close(self) -> None:
-        """Stop loader workers and close files, however the run ended."""
-        self._stop_loader_workers()
+    def close(self, kill_loader_workers: bool = False) -> None:
+        """Stop loader workers and close files, however the run ended.
+
+        Args:
+            kill_loader_workers: Kill the loader processes instead of asking them to stop, for
+                a run that ended because one died or hung (a hung one would not answer).
+        """
+        self._stop_loader_workers(kill_loader_workers)
         if self._writer is not None:
             self._writer.close()
         self.dist.shutdown()
 
-    def _stop_loader_workers(self) -> None:
+    def _stop_loader_workers(self, kill: bool = False) -> None:
         for loader in (getattr(self, "train_loader", None),
                        getattr(getattr(self, "pipeline", None), "train_loader", None),
                        getattr(getattr(self, "pipeline", None), "val_loader", None)):
-            _shutdown_workers(loader)
+            _shutdown_workers(loader, kill)
 
 
 def _already_prepared(inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -454,8 +463,15 @@ def _seed_everything(seed: int, deterministic: bool, device: str) -> None:
         torch.backends.cudnn.benchmark = True
 
 
-def _shutdown_workers(loader: Any) -> None:
+def _shutdown_workers(loader: Any, kill: bool = False) -> None:
     iterator = getattr(loader, "_iterator", None)
+    if kill:
+        for worker in getattr(iterator, "_workers", []):
+            if worker.is_alive():
+                worker.kill()
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if callable(shutdown):
-        shutdown()
+        try:
+            shutdown()
+        except RuntimeError:
+            pass  # torch reports a worker that died (again) while being stopped; it is reported

@@ -219,3 +219,28 @@ def test_jpeg_and_png_mix_in_one_batch(tmp_path: Path) -> None:
     config = _config(root, tmp_path, crop_mode="standard", batch_size=8)
     images, labels = next(iter(build_data_pipeline(config, scan, "cpu").train_loader))
     assert tuple(images.shape) == (len(scan.train), 3, 32, 32) and len(labels) == len(scan.train)
+
+
+def test_decoded_images_stay_in_memory_within_the_budget_and_only_when_caching(
+    tmp_path, monkeypatch
+):
+    import workbench.core.data_pipeline as data_pipeline
+
+    root = _dataset(tmp_path, per_class=(2, 2), broken=False)
+    samples = [(str(path), 0) for path in sorted(root.rglob("*.jpg"))]
+    cached = ImageSampleDataset(samples, lambda image: image, 40, False, str(tmp_path / "cache"))
+    uncached = ImageSampleDataset(samples, lambda image: image, 40, False, None)
+    one_image = cached[0][0].numel()
+    monkeypatch.setattr(data_pipeline, "MEMORY_CACHE_BYTES", 2 * one_image)
+    first = [cached[index][0] for index in range(len(samples))]
+    assert uncached[0][1] == 0
+    for path, _ in samples:  # from now on only memory can answer
+        Path(path).unlink()
+    (tmp_path / "cache").rename(tmp_path / "cache-gone")
+
+    again = [cached[index] for index in range(len(samples))]
+
+    assert [label for _, label in again] == [0, 0, -1, -1]  # the budget held two images
+    assert all(torch.equal(a, b) for a, b in zip(first[:2], [t for t, _ in again[:2]],
+                                                  strict=True))
+    assert uncached[0][1] == -1  # caching off: nothing was kept, the file is read again

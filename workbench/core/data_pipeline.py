@@ -32,6 +32,10 @@ NAMED_FAILURES = 5
 # Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
 PREFETCH_FACTOR = 4
 
+# Resized images kept in memory across epochs, shared out among the loader processes: a small
+# dataset (digits) then skips reading and parsing its cache files every epoch.
+MEMORY_CACHE_BYTES = 512 * 2**20
+
 
 class ImageSampleDataset(Dataset):
     """``(path, label)`` samples -> ``(uint8 tensor after transform, label)``.
@@ -41,7 +45,9 @@ class ImageSampleDataset(Dataset):
         transform: uint8 ``[C,H,W]`` -> uint8 crop(s), from ``workbench.core.transforms``.
         resize_size: shorter side after the resize that precedes the transform.
         grayscale: one channel instead of RGB.
-        cache_dir: folder of resized images to reuse, or None to decode every time.
+        cache_dir: folder of resized images to reuse, or None to decode every time; when
+            given, images are also kept in this process's memory up to its share of
+            ``MEMORY_CACHE_BYTES``.
         failure_log: text file to which ``"<path>\\t<reason>"`` lines are appended for
             images that cannot be decoded (shared safely by loader processes).
     """
@@ -62,18 +68,33 @@ class ImageSampleDataset(Dataset):
         self.cache_dir = cache_dir
         self.failure_log = failure_log
         self._placeholder_shape: torch.Size | None = None
+        self._in_memory: dict[int, torch.Tensor] = {}
+        self._in_memory_bytes = 0
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         path, label = self.samples[index]
-        try:
-            image = load_image_uint8(path, self.resize_size, self.grayscale, self.cache_dir)
-        except ImageDecodeError as exc:
-            self._log_failure(path, exc.reason)
-            return torch.zeros(self.placeholder_shape(), dtype=torch.uint8), IGNORE_LABEL
+        image = self._in_memory.get(index)
+        if image is None:
+            try:
+                image = load_image_uint8(path, self.resize_size, self.grayscale, self.cache_dir)
+            except ImageDecodeError as exc:
+                self._log_failure(path, exc.reason)
+                return torch.zeros(self.placeholder_shape(), dtype=torch.uint8), IGNORE_LABEL
+            self._keep_in_memory(index, image)
         return self.transform(image), label
+
+    def _keep_in_memory(self, index: int, image: torch.Tensor) -> None:
+        if self.cache_dir is None:
+            return  # caching is off: every epoch decodes afresh, as asked
+        worker = torch.utils.data.get_worker_info()
+        budget = MEMORY_CACHE_BYTES // (worker.num_workers if worker is not None else 1)
+        size = image.numel() * image.element_size()
+        if self._in_memory_bytes + size <= budget:
+            self._in_memory[index] = image
+            self._in_memory_bytes += size
 
     def placeholder_shape(self) -> torch.Size:
         """Shape of a transformed sample, for the zero image that stands in for a broken one."""

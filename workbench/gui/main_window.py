@@ -63,6 +63,7 @@ class MainWindow(QMainWindow):
         self.last_error = ""
         self._settings = settings if settings is not None else SettingsStore()
         self._close_when_stopped = False
+        self._out_of_memory_end: RunEnd | None = None  # offered a smaller batch on finish
         self.dataset_panel: DatasetPanel | None = None
         self.plots: TrainingPlots | None = None
         self.controller = TrainingController(self)
@@ -361,6 +362,10 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Training {event.status}", 10_000)
         if event.status == "completed":
             self.right_tabs.setCurrentWidget(self.results_panel)
+        elif event.status == "failed" and event.retry_batch_size:
+            self._out_of_memory_end = event  # the offer waits until the thread has finished
+        elif event.status == "failed" and event.error:  # the log has it already
+            self._open_warning_box("Training failed", event.error)
 
     def _on_followed_run_ended(self, event: RunEnd) -> None:
         self._plots().flush()
@@ -380,6 +385,24 @@ class MainWindow(QMainWindow):
         self._update_controls()
         if self._close_when_stopped:
             self.close()
+            return
+        end, self._out_of_memory_end = self._out_of_memory_end, None
+        if end is not None and self.confirm_retry_smaller_batch(end):
+            self.config_form.update_config(batch_size=end.retry_batch_size)
+            self.log_panel.append_text("info", f"Restarting with batch size "
+                                               f"{end.retry_batch_size}.")
+            self.start_training()
+
+    def confirm_retry_smaller_batch(self, end: RunEnd) -> bool:
+        """Ask whether to train again with ``end.retry_batch_size`` after running out of memory;
+        tests replace this method to accept or decline programmatically."""
+        answer = QMessageBox.question(
+            self, "Out of memory",
+            f"Training failed: {end.error}\n\nRetry with batch {end.retry_batch_size}?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.Yes,
+        )
+        return answer == QMessageBox.StandardButton.Yes
 
     def _on_export_finished(self, result: object) -> None:
         self.log_panel.append_text("info", f"Exported and verified {result.path}")
@@ -415,8 +438,11 @@ class MainWindow(QMainWindow):
 
     def show_error(self, title: str, text: str) -> None:
         """Log ``text`` and show it in a window-modal box that does not block the caller."""
-        self.last_error = text
         self.log_panel.append_text("error", text)
+        self._open_warning_box(title, text)
+
+    def _open_warning_box(self, title: str, text: str) -> None:
+        self.last_error = text
         box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok,
                           self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -62,15 +62,14 @@ class BatchPreparer:
                 f"images have {images.shape[1]} channel(s) but the normalisation has "
                 f"{len(self.mean)}"
             )
-        if self.channels_last and images.dim() == 4:
-            # One pass reads the uint8 layout and writes channels-last floats: cheaper than
-            # reordering first and converting after.
-            floats = torch.empty(images.shape, dtype=torch.float32, device=self.device,
-                                 memory_format=torch.channels_last)
-            torch.addcmul(self._shift, images, self._scale, out=floats)
-        else:
-            floats = images.float()
-            floats.mul_(self._scale).add_(self._shift)
+        layout = (torch.channels_last if self.channels_last and images.dim() == 4
+                  else torch.contiguous_format)
+        # One pass reads the uint8 pixels and writes normalised floats (in channels-last order
+        # when asked): cheaper than converting, scaling and shifting in three passes, or
+        # reordering first and converting after.
+        floats = torch.empty(images.shape, dtype=torch.float32, device=self.device,
+                             memory_format=layout)
+        torch.addcmul(self._shift, images, self._scale, out=floats)
         return floats, labels
 
     def denormalize(self, images: torch.Tensor) -> torch.Tensor:

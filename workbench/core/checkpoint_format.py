@@ -189,6 +189,30 @@ def write_workbench_file(data: Mapping[str, Any], path: str | Path) -> None:
         raise CheckpointSaveError(f"could not save '{path}': {describe_os_error(exc)}") from exc
 
 
+def restore_training_state(state: Mapping[str, Any], path: str | Path, model: nn.Module,
+                           optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any) -> None:
+    """Load a checkpoint's weights strictly, then its optimiser, scheduler, scaler and RNGs.
+
+    Raises:
+        CheckpointError: The weights or optimiser state do not fit (another architecture,
+            class count or optimiser).
+    """
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise CheckpointError(
+            f"{path}: does not fit this model/optimizer ({str(exc).splitlines()[0]}); "
+            "resume with the settings it was trained with"
+        ) from exc
+    if scheduler is not None and state.get("scheduler"):
+        scheduler.load_state_dict(state["scheduler"])
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    if state.get("rng"):
+        restore_rng_state(state["rng"])
+
+
 def rng_state() -> dict[str, Any]:
     """The state of Python's, NumPy's and torch's random generators, safe for weights_only loading.
 

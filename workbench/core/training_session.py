@@ -8,12 +8,10 @@ every step through the callback.
 from __future__ import annotations
 
 import math
-import random
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -23,13 +21,12 @@ from workbench.core.checkpoint_format import (
     checkpoint_data,
     load_checkpoint,
     model_file_data,
-    restore_rng_state,
+    restore_training_state,
     write_workbench_file,
 )
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
 from workbench.core.data_pipeline import DataPipeline, build_data_pipeline, check_failed_images
-from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
 from workbench.core.devices import (
     GpuMonitor,
     device_display_name,
@@ -61,6 +58,12 @@ from workbench.core.runs import (
     MetricsWriter,
     create_run_folder,
     write_run_config,
+)
+from workbench.core.session_setup import (
+    scan_for_training,
+    seed_everything,
+    share_batches_by_name,
+    shutdown_loader_workers,
 )
 from workbench.core.train_steps import (
     EpochResult,
@@ -105,8 +108,8 @@ class TrainingSession:
         self.dist.initialise(self.device)
         if not self.dist.is_main:
             self.events = CallbackList([])
-        _seed_everything(cfg.seed, cfg.deterministic, self.device)
-        self.scan = _scan(cfg)
+        seed_everything(cfg.seed, cfg.deterministic, self.device)
+        self.scan = scan_for_training(cfg)
         resume_state = load_checkpoint(cfg.resume) if cfg.resume else None
         self._open_run_dir(resume_state)
         for level, text in self.dist.start_messages(cfg.batch_size, cfg.imbalance):
@@ -115,9 +118,7 @@ class TrainingSession:
             self._say("warning", warning)
         failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
         if cfg.workers > 0:
-            # Batches travel as named shared memory, not as file descriptors handed over a
-            # socket: a worker killed during that handover leaves the receiver blocked for good.
-            torch.multiprocessing.set_sharing_strategy("file_system")
+            share_batches_by_name()
         self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device, failure_log)
         self._build_model_and_optimiser()
         if resume_state is not None:
@@ -175,20 +176,8 @@ class TrainingSession:
                 f"{path}: the checkpoint was trained on classes {state['class_names']}, "
                 f"but {self.config.data_root} has {self.scan.class_names}"
             )
-        try:
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as exc:
-            raise CheckpointError(
-                f"{path}: does not fit this model/optimizer ({str(exc).splitlines()[0]}); "
-                "resume with the settings it was trained with"
-            ) from exc
-        if self.scheduler is not None and state.get("scheduler"):
-            self.scheduler.load_state_dict(state["scheduler"])
-        if self.amp and state.get("scaler"):
-            self.scaler.load_state_dict(state["scaler"])
-        if state.get("rng"):
-            restore_rng_state(state["rng"])
+        restore_training_state(state, path, self.model, self.optimizer, self.scheduler,
+                               self.scaler if self.amp else None)
         self.start_epoch = self.epochs_completed = int(state["epoch"])
         self.best_epoch = int(state.get("best_epoch", 0))
         self.best_val_accuracy = float(state.get("best_val_accuracy", -1.0))
@@ -428,50 +417,8 @@ class TrainingSession:
         for loader in (getattr(self, "train_loader", None),
                        getattr(getattr(self, "pipeline", None), "train_loader", None),
                        getattr(getattr(self, "pipeline", None), "val_loader", None)):
-            _shutdown_workers(loader, kill)
+            shutdown_loader_workers(loader, kill)
 
 
 def _already_prepared(inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return inputs, labels
-
-
-def _scan(config: TrainConfig) -> DatasetScan:
-    scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
-    if len(scan.class_names) < 2:
-        raise DatasetError(f"{config.data_root}: needs at least 2 class folders, "
-                           f"found {len(scan.class_names)}")
-    if not scan.train:
-        raise DatasetError(f"{config.data_root}: no training images found")
-    if not scan.val:
-        raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
-                           "more images per class for the automatic split")
-    if config.batch_size > len(scan.train):
-        raise DatasetError(f"batch_size: {config.batch_size} is more than the {len(scan.train)} "
-                           f"training images in {config.data_root}; lower batch_size")
-    return scan
-
-
-def _seed_everything(seed: int, deterministic: bool, device: str) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-    if deterministic:
-        torch.backends.cudnn.benchmark = False
-        torch.backends.cudnn.deterministic = True
-    elif device.startswith("cuda"):
-        # Fixed input shapes: let cuDNN pick the fastest convolution once.
-        torch.backends.cudnn.benchmark = True
-
-
-def _shutdown_workers(loader: Any, kill: bool = False) -> None:
-    iterator = getattr(loader, "_iterator", None)
-    if kill:
-        for worker in getattr(iterator, "_workers", []):
-            if worker.is_alive():
-                worker.kill()
-    shutdown = getattr(iterator, "_shutdown_workers", None)
-    if callable(shutdown):
-        try:
-            shutdown()
-        except RuntimeError:
-            pass  # torch reports a worker that died (again) while being stopped; it is reported

@@ -192,6 +192,15 @@ def test_a_failed_first_best_model_save_claims_nothing(shapes, tmp_path, monkeyp
     assert not (run_dir / "best_model.pt").exists() and temp_files(run_dir) == []
 
 
+def test_an_output_folder_that_is_a_file_is_named_with_the_reason(shapes, tmp_path):
+    in_the_way = tmp_path / "runs"
+    in_the_way.write_text("not a folder")
+    end = train(tiny_config(shapes, in_the_way / "nested"))
+    assert end.status == "failed"
+    assert str(in_the_way) in end.error and "is a file, not a folder" in end.error
+    assert in_the_way.read_text() == "not a folder"
+
+
 # ---------------------------------------------------------------- hostile weights
 def test_hostile_imagenet_weights_in_the_cache_are_refused_and_run_nothing(
         shapes, tmp_path, monkeypatch):

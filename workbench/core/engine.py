@@ -23,7 +23,9 @@ from workbench.core.image_cache import ImageDecodeError
 from workbench.core.models import WeightsError
 from workbench.core.train_steps import NonFiniteLossError
 from workbench.core.training_faults import (
+    CheckpointSaveError,
     TrainingOutOfMemory,
+    describe_os_error,
     first_line,
     free_device_memory,
     loader_failure_message,
@@ -104,6 +106,8 @@ def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
         batch = config.batch_size
         return _Failure(out_of_memory_message(batch, config.device, first_line(exc)),
                         retry_batch_size=batch // 2, out_of_memory=True)
+    if isinstance(exc, OSError) and not isinstance(exc, CheckpointSaveError) and exc.filename:
+        return _Failure(f"'{exc.filename}': {describe_os_error(exc)}")  # e.g. the run folder
     if isinstance(exc, USER_ERRORS):
         return _Failure(str(exc))
     loader_problem = loader_failure_message(exc, config.workers, config.loader_timeout)

@@ -20,6 +20,8 @@ _OS_ERROR_REASONS = {
     errno.EPERM: "the operation is not permitted (the folder is not writable)",
     errno.EROFS: "the folder is on a read-only file system",
     errno.EIO: "the disk reported an input/output error",
+    errno.EEXIST: "a file is in the way where a folder should be",
+    errno.ENOTDIR: "part of the path is a file, not a folder",
 }
 
 

@@ -61,7 +61,7 @@ class Workload:
 
 
 CPU_WORKLOADS = (
-    Workload("resnet18", "resnet18", "five_crop", (320, 240), "JPEG", 32, 128, 112, 8,
+    Workload("resnet18", "resnet18", "five_crop", (320, 240), "JPEG", 16, 128, 112, 8,
              epochs=4),
     Workload("digits CNN", "small_cnn", "standard", (32, 32), "PNG", 512, 32, 28, 64,
              epochs=4),
@@ -219,7 +219,7 @@ def end_to_end_rows(work: Workload, root: Path, device: str) -> list[BenchRow]:
 def head_epoch_seconds(config: TrainConfig, cached: bool) -> float:
     """Median seconds of a last-layer epoch after the first, with or without cached features."""
     recorder = _Recorder()
-    end = train(config.replace(finetune="last_layer", cache_features=cached,
+    end = train(config.replace(finetune="last_layer", cache_features=cached, epochs=3,
                                run_name="cached" if cached else "recomputed"), recorder)
     if end.status != "completed":
         raise RuntimeError(f"engine run failed: {end.error}")

@@ -121,6 +121,8 @@ def format_table(rows: list[BenchRow]) -> str:
 def _figure(value: float | None, unit: str) -> str:
     if value is None:
         return ""
+    if isinstance(value, int):
+        return f"{value:,} {unit}"
     if not math.isfinite(value):
         return f"{value} {unit}"
     digits = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2 if abs(value) >= 1 else 3

@@ -11,6 +11,7 @@ first epoch >= 3x, cached epochs >= 10x.
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 import time
@@ -179,6 +180,11 @@ def run(quick: bool = False, device: str = "auto") -> list[BenchRow]:
         # and Pillow), so neither side pays them inside a timed epoch.
         run_round(samples[:1], 0, str(folder / "cache-warm-up"), 0, naive_first=True)
         for workers in sizes.workers:
+            # The main process gets the cores the loader processes leave free: its thread team
+            # waiting on a core a loader process holds stalls each small tensor operation. The
+            # naive side does no tensor work in the main process, so this only removes an
+            # oversubscription of the workbench side.
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) - workers))
             naive_runs, workbench_runs = [], []
             for index in range(sizes.rounds):
                 cache_dir = str(folder / f"cache-{workers}-{index}")  # cold every round

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import shiboken6
-from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThreadPool, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThreadPool, QTimer, Slot
 
 from workbench.core.config import TrainConfig
 from workbench.core.synthetic_images import write_shape_dataset
@@ -129,3 +129,24 @@ def wait_for_thread_end(qtbot) -> Callable[..., None]:
                         timeout=timeout_ms)
 
     return wait
+
+
+class TickCounter:
+    """Counts the ticks of a 10 ms timer on the UI thread while ``timer`` runs."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._tick)
+
+    def _tick(self) -> None:
+        self.ticks += 1
+
+
+@pytest.fixture
+def ui_ticks() -> Iterator[TickCounter]:
+    """A stopped 10 ms UI-thread timer that counts its ticks; the test starts it."""
+    counter = TickCounter()
+    yield counter
+    counter.timer.stop()

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QTimer
 
 import workbench.core.five_crop_preview
 from workbench.bench.ui_latency_benchmark import write_large_photo
@@ -27,23 +26,12 @@ def large_photo(tmp_path_factory) -> Path:
     return write_large_photo(tmp_path_factory.mktemp("photo") / "large.jpg", (2000, 1500))
 
 
-class TickCounter:
-    """Counts the ticks of a 10 ms timer on the UI thread."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-        self.timer = QTimer()
-        self.timer.setInterval(10)
-        self.timer.timeout.connect(self._tick)
-
-    def _tick(self) -> None:
-        self.ticks += 1
 
 
 def test_preview_decodes_in_the_pool_while_the_ui_thread_keeps_ticking(
-    qtbot, monkeypatch, large_photo
+    qtbot, monkeypatch, large_photo, ui_ticks
 ):
-    heartbeat = TickCounter()
+    heartbeat = ui_ticks
     real_preview = workbench.core.five_crop_preview.five_crop_preview
     work: list[tuple[int, int]] = []  # (thread, UI ticks seen while this decode was pending)
 

@@ -8,27 +8,12 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import QTimer
-
 import workbench.core.engine
 from workbench.gui.main_window import MainWindow
 
 
-class TickCounter:
-    """Counts the ticks of a 10 ms timer on the UI thread between ``start`` and ``stop``."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-        self.timer = QTimer()
-        self.timer.setInterval(10)
-        self.timer.timeout.connect(self._tick)
-
-    def _tick(self) -> None:
-        self.ticks += 1
-
-
 def test_training_runs_off_the_ui_thread_and_events_arrive_in_order(
-    qtbot, monkeypatch, shapes_dataset, tiny_config, reraise_errors
+    qtbot, monkeypatch, shapes_dataset, tiny_config, reraise_errors, ui_ticks
 ):
     real_train = workbench.core.engine.train
     training_threads: list[int] = []
@@ -48,7 +33,7 @@ def test_training_runs_off_the_ui_thread_and_events_arrive_in_order(
     window.apply_config(tiny_config.replace(epochs=2))
     reraise_errors(window.controller)
     events: list[object] = []
-    heartbeat = TickCounter()
+    heartbeat = ui_ticks
     controller = window.controller
     for signal in (controller.run_started, controller.step_finished, controller.epoch_ended,
                    controller.run_ended):

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from workbench.core.events import EpochEnd, Message, RunEnd, RunStart, StepStats
 from workbench.core.run_follower import RunFollower
 from workbench.core.runs import CONFIG_FILE, METRICS_FILE
+from workbench.gui.training_worker import RunEventSignals
 
 POLL_INTERVAL_MS = 500
 READ_LIMIT = 256 * 1024  # bytes per poll: a few hundred step lines, a few milliseconds
@@ -49,7 +50,7 @@ class RunFollowBanner(QWidget):
         self.show()
 
 
-class RunFollowController(QObject):
+class RunFollowController(RunEventSignals):
     """Polls one run folder at a time; emits its events like a local run's controller.
 
     Signals:
@@ -57,11 +58,6 @@ class RunFollowController(QObject):
         restarted: the metrics file was rewritten from the start; clear what was shown.
     """
 
-    run_started = Signal(object)
-    step_finished = Signal(object)
-    epoch_ended = Signal(object)
-    message_logged = Signal(object)
-    run_ended = Signal(object)
     restarted = Signal()
 
     def __init__(self, parent: QObject | None = None,

@@ -45,14 +45,19 @@ class _SignalCallback(Callback):
         self._worker.emit_run_end(event)
 
 
-class RunSignals(QObject):
-    """The signals of one training run, declared once for the worker and the controller."""
+class RunEventSignals(QObject):
+    """The engine's events of one run as signals: a local run's and a followed run's alike."""
 
     run_started = Signal(object)
     step_finished = Signal(object)
     epoch_ended = Signal(object)
     message_logged = Signal(object)
     run_ended = Signal(object)
+
+
+class RunSignals(RunEventSignals):
+    """A local run's signals, declared once for the worker and the controller."""
+
     errored = Signal(str)
     finished = Signal()
 

@@ -11,6 +11,7 @@ import torch
 from torch.utils.data import WeightedRandomSampler
 
 from workbench.core.batch_preparation import BatchPreparer
+from workbench.core.batched_crops import CropDraws, draw_resized_crops
 from workbench.core.config import TrainConfig
 from workbench.core.data_pipeline import (
     ImageSampleDataset,
@@ -20,7 +21,7 @@ from workbench.core.data_pipeline import (
 from workbench.core.dataset_scan import scan_dataset
 from workbench.core.image_cache import load_image_uint8
 from workbench.core.synthetic_images import draw_shape_image, write_shape_dataset
-from workbench.core.transforms import build_eval_transform
+from workbench.core.transforms import build_eval_transform, build_train_transform
 
 
 def _dataset(tmp_path: Path, per_class=(6, 10), broken: bool = True) -> Path:
@@ -244,3 +245,29 @@ def test_decoded_images_stay_in_memory_within_the_budget_and_only_when_caching(
     assert all(torch.equal(a, b) for a, b in zip(first[:2], [t for t, _ in again[:2]],
                                                   strict=True))
     assert uncached[0][1] == -1  # caching off: nothing was kept, the file is read again
+
+
+def test_a_batch_of_same_size_images_is_cropped_in_one_go(tmp_path: Path) -> None:
+    root = _dataset(tmp_path)
+    config = _config(root, tmp_path, crop_mode="standard")
+    good = sorted(str(p) for p in (root / "square").glob("*.jpg"))[:4]
+    bad = str(root / "circle" / "truncated.jpg")
+    dataset = ImageSampleDataset([(p, 1) for p in good] + [(bad, 0)],
+                                 build_train_transform(config), 40, False, None)
+    transform = build_train_transform(config)
+
+    torch.manual_seed(7)
+    batch = dataset.__getitems__([0, 1, 2, 3])
+    torch.manual_seed(7)
+    draws = draw_resized_crops(4, 40, 53, flip_probability=0.5)  # 64x48 resized to 53x40
+    for index, (crop, label) in enumerate(batch):
+        one = CropDraws(*(t[index:index + 1] for t in (draws.top, draws.left, draws.height,
+                                                        draws.width, draws.flip)))
+        assert torch.equal(crop, transform.apply(load_image_uint8(good[index], 40), one))
+        assert label == 1
+
+    # A batch with a broken image falls back to one crop per image and keeps the placeholder.
+    mixed = dataset.__getitems__([0, 4, 1])
+    assert [label for _, label in mixed] == [1, -1, 1]
+    assert all(tuple(crop.shape) == (3, 32, 32) for crop, _ in mixed)
+    assert not mixed[1][0].any()

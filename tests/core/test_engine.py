@@ -87,8 +87,10 @@ def test_hook_order_of_a_real_run(shapes, tmp_path):
 
 def test_training_reduces_the_loss_and_writes_the_run_folder(shapes, tmp_path):
     recorder = Recorder()
+    # Five crops: a tiny run's loss falls reliably; random crops as small as 8% of an image
+    # make four epochs of 32 images too noisy to tell.
     config = tiny_config(shapes, tmp_path, epochs=4, optimizer="adamw", lr=2e-3,
-                         scheduler="none", crop_mode="standard")
+                         scheduler="none")
     end = train(config, recorder)
 
     epochs = recorder.events("on_epoch_end")
@@ -110,9 +112,10 @@ def test_training_reduces_the_loss_and_writes_the_run_folder(shapes, tmp_path):
     assert sum(map(sum, last.confusion)) == 12  # every val image counted once, not per crop
 
 
-def test_resume_matches_an_uninterrupted_run(shapes, tmp_path):
+@pytest.mark.parametrize("images_on_device", [True, False])
+def test_resume_matches_an_uninterrupted_run(shapes, tmp_path, images_on_device):
     config = tiny_config(shapes, tmp_path, crop_mode="standard", deterministic=True,
-                         epochs=2, optimizer="sgd", lr=0.02)
+                         epochs=2, optimizer="sgd", lr=0.02, images_on_device=images_on_device)
     straight = train(config.replace(run_name="straight"))
     first = train(config.replace(run_name="first", epochs=1))
     resumed = train(config.replace(epochs=2, resume=first.last_checkpoint_path))

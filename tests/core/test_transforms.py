@@ -10,11 +10,11 @@ from workbench.core.config import TrainConfig
 from workbench.core.transforms import (
     IMAGENET_MEAN,
     IMAGENET_STD,
+    RandomResizedCropFlip,
     build_eval_transform,
     build_train_transform,
     multi_crop_boxes,
     normalization_for,
-    random_resized_crop_params,
     seeded_train_crop,
 )
 
@@ -57,9 +57,8 @@ def test_train_hflip_setting_decides_the_flip() -> None:
     image = _image()
     with_flip = build_train_transform(_config(crop_mode="standard"))
     without = build_train_transform(_config(crop_mode="standard", train_hflip=False))
-    assert [type(t) for t in with_flip.transforms] == [v2.RandomResizedCrop,
-                                                       v2.RandomHorizontalFlip]
-    assert [type(t) for t in without.transforms] == [v2.RandomResizedCrop]
+    assert isinstance(with_flip, RandomResizedCropFlip) and with_flip.flip_probability == 0.5
+    assert isinstance(without, RandomResizedCropFlip) and without.flip_probability == 0.0
     flipped_any = False
     for seed in range(8):
         torch.manual_seed(seed)
@@ -105,14 +104,15 @@ def test_unknown_crop_mode_is_refused() -> None:
         build_eval_transform(_config(crop_mode="six_crop"))
 
 
-def test_generator_params_match_torchvision_draws() -> None:
-    crop = v2.RandomResizedCrop(24)
+def test_standard_train_crop_is_torchvision_random_resized_crop_within_one_level() -> None:
     image = _image()
-    for seed in range(30):
-        torch.manual_seed(seed)
-        expected = crop.make_params([image])
-        ours = random_resized_crop_params(crop, 32, 45, torch.Generator().manual_seed(seed))
-        assert ours == expected
+    transform = build_train_transform(_config(crop_mode="standard", train_hflip=False))
+    for seed in range(10):
+        draws = transform.draw(image, torch.Generator().manual_seed(seed))
+        left, top, width, height = draws.box(0)
+        expected = v2.functional.resized_crop(image, top, left, height, width, [24, 24],
+                                              antialias=True)
+        assert (transform.apply(image, draws).int() - expected.int()).abs().max() <= 1
 
 
 def test_seeded_train_crop_equals_the_train_transform_and_spares_global_state() -> None:

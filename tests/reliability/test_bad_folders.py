@@ -252,7 +252,10 @@ def test_a_file_deleted_after_the_scan_is_skipped_and_the_run_completes(
     doomed = root / "train" / "square" / "square_0002.png"
     recorder = _Recorder(on_start=doomed.unlink)  # the scan is done, no batch is read yet
 
-    end = train(_tiny_config(root, tmp_path / "runs", workers=workers), recorder)
+    # Through the loader, which reads every image again each epoch (kept on the device, the
+    # image would have been read before the file went).
+    end = train(_tiny_config(root, tmp_path / "runs", workers=workers, images_on_device=False),
+                recorder)
 
     assert end.status == "completed", end.error
     assert recorder.epochs == [1]
@@ -277,7 +280,7 @@ def test_too_many_broken_files_stop_the_run_and_keep_the_last_epoch(
 
     recorder = _Recorder(on_epoch=break_files)
     config = _tiny_config(root, tmp_path / "runs", epochs=3, workers=workers,
-                          max_failed_images=2)
+                          max_failed_images=2, images_on_device=False)
 
     end = train(config, recorder)
 

@@ -331,7 +331,7 @@ def test_a_killed_or_hung_loader_process_ends_the_run_with_advice(
 
     recorder = Recorder(on_step=at_first_step)
     config = tiny_config(shapes, tmp_path, workers=1, loader_timeout=2.0, batch_size=2,
-                         max_steps_per_epoch=0, epochs=1)
+                         max_steps_per_epoch=0, epochs=1, images_on_device=False)
     try:
         end = train(config, recorder)
         assert hit and all(_gone(process) for process in hit)  # even the hung one is gone

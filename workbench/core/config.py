@@ -72,6 +72,9 @@ class TrainConfig:
     pin_memory: bool = True
     cache_images: bool = True
     cache_features: bool = True
+    # a small dataset whose images share one size after resizing stays on the device as uint8
+    # and is cropped there a batch at a time, with no loader processes
+    images_on_device: bool = True
     cache_dir: str = ""
     max_steps_per_epoch: int = 0
     # faults

@@ -75,6 +75,30 @@ class ImageSampleDataset(Dataset):
         return len(self.samples)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        image, label = self._load(index)
+        if image is None:
+            return self._placeholder(), IGNORE_LABEL
+        return self.transform(image), label
+
+    def __getitems__(self, indices: list[int]) -> list[tuple[torch.Tensor, int]]:
+        """One batch's samples (the DataLoader asks for whole batches through this).
+
+        A transform with a ``batch`` method (the random resized crop) crops the batch in one
+        go when every image decoded to the same size: the same pixels for far less work.
+        """
+        loaded = [self._load(index) for index in indices]
+        crop_batch = getattr(self.transform, "batch", None)
+        images = [image for image, _ in loaded if image is not None]
+        if crop_batch is not None and len(images) == len(loaded) \
+                and all(image.shape == images[0].shape for image in images):
+            crops = crop_batch(torch.stack(images))
+            return [(crop, label) for crop, (_, label) in zip(crops, loaded, strict=True)]
+        return [(self.transform(image), label) if image is not None
+                else (self._placeholder(), IGNORE_LABEL) for image, label in loaded]
+
+    def _load(self, index: int) -> tuple[torch.Tensor | None, int]:
+        """The resized image and label of sample ``index``; None for an image that failed
+        (logged)."""
         path, label = self.samples[index]
         image = self._in_memory.get(index)
         if image is None:
@@ -82,9 +106,12 @@ class ImageSampleDataset(Dataset):
                 image = load_image_uint8(path, self.resize_size, self.grayscale, self.cache_dir)
             except ImageDecodeError as exc:
                 self._log_failure(path, exc.reason)
-                return torch.zeros(self.placeholder_shape(), dtype=torch.uint8), IGNORE_LABEL
+                return None, label
             self._keep_in_memory(index, image)
-        return self.transform(image), label
+        return image, label
+
+    def _placeholder(self) -> torch.Tensor:
+        return torch.zeros(self.placeholder_shape(), dtype=torch.uint8)
 
     def _keep_in_memory(self, index: int, image: torch.Tensor) -> None:
         if self.cache_dir is None:

@@ -27,6 +27,7 @@ from workbench.core.checkpoint_format import (
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
 from workbench.core.data_pipeline import DataPipeline, build_data_pipeline, check_failed_images
+from workbench.core.device_images import DeviceImageSet, crop_seed, load_device_images
 from workbench.core.devices import (
     GpuMonitor,
     device_display_name,
@@ -136,6 +137,7 @@ class TrainingSession:
             on_failed_samples=self._check_failed_images,
         )
         self.use_feature_cache = self._feature_cache_wanted()
+        self.device_images = self._keep_images_on_device()
 
     def _build_model_and_optimiser(self) -> None:
         cfg = self.config
@@ -195,6 +197,20 @@ class TrainingSession:
                               "the head on freshly computed features.")
             return False
         return True
+
+    def _keep_images_on_device(self) -> DeviceImageSet | None:
+        cfg = self.config
+        if not cfg.images_on_device:
+            return None
+        if self.dist.enabled:
+            self._say("info", "Under torchrun each process reads its own share of the images "
+                              "through the loader; images_on_device applies to single runs.")
+            return None
+        images, report = load_device_images(cfg, self.pipeline, self.device, self.control)
+        self._say("info", report)
+        if images is not None:
+            self._report_decode_failures()
+        return images
 
     # ------------------------------------------------------------------ the run
     def fit(self) -> RunEnd:
@@ -304,6 +320,13 @@ class TrainingSession:
             batches = feature_batches(self.cached_train, cfg.batch_size, self.device, order)
             steps = math.ceil(len(self.cached_train) / cfg.batch_size)
             return run_training_steps(self.ctx, batches, steps, self.head, _already_prepared)
+        if self.device_images is not None:
+            images = self.device_images.train
+            order = epoch_order(len(images), cfg.seed + epoch, self._sample_weights())
+            batches = self.device_images.train_batches(order, cfg.batch_size,
+                                                       crop_seed(cfg.seed, epoch))
+            steps = math.ceil(len(images) / cfg.batch_size)
+            return run_training_steps(self.ctx, batches, steps, self.train_model, self.preparer)
         batches = iter(self.train_loader)
         return run_training_steps(self.ctx, batches, len(self.train_loader), self.train_model,
                                   self.preparer)
@@ -317,6 +340,9 @@ class TrainingSession:
         if self.cached_val is not None:
             batches = feature_batches(self.cached_val, self.config.batch_size, self.device)
             forward, prepare = self.head, _already_prepared
+        elif self.device_images is not None:
+            batches = self.device_images.val_batches(self.config.batch_size)
+            forward, prepare = self.model, self.preparer
         else:
             batches, forward, prepare = iter(self.pipeline.val_loader), self.model, self.preparer
         return evaluate_batches(batches, forward, prepare, len(self.scan.class_names),

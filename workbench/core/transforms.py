@@ -2,17 +2,20 @@
 
 Nothing here converts to float or normalises: the loader ships uint8 (four times fewer bytes)
 and ``BatchPreparer`` normalises on the device. Five- and ten-crop are deterministic and the
-same for training and evaluation, which is what lets frozen-backbone features be cached.
+same for training and evaluation, which is what lets frozen-backbone features be cached. The
+standard random crop goes through ``batched_crops``, as do images kept on the device, so one
+image's crop has the same pixels whichever path (or preview) produced it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torchvision.transforms import v2
+
+from workbench.core.batched_crops import CropDraws, draw_resized_crops, resized_crops
 
 IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
@@ -32,6 +35,38 @@ class StackCrops:
         return f"{type(self).__name__}()"
 
 
+class RandomResizedCropFlip:
+    """torchvision's ``RandomResizedCrop`` (antialiased) then a random horizontal flip, on one
+    uint8 ``[C,H,W]`` image, through the batched implementation the on-device images use."""
+
+    def __init__(self, size: int, flip_probability: float) -> None:
+        self.size = size
+        self.flip_probability = flip_probability
+
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        return self.apply(image, self.draw(image))
+
+    def draw(self, image: torch.Tensor, generator: torch.Generator | None = None) -> CropDraws:
+        """One box and flip for ``image``, from ``generator`` (process-wide when None)."""
+        height, width = image.shape[-2:]
+        return draw_resized_crops(1, height, width, flip_probability=self.flip_probability,
+                                  generator=generator)
+
+    def apply(self, image: torch.Tensor, draws: CropDraws) -> torch.Tensor:
+        return resized_crops(image.unsqueeze(0), draws, self.size)[0]
+
+    def batch(self, images: torch.Tensor) -> torch.Tensor:
+        """Crop every image of a same-size ``[B,C,H,W]`` batch with its own draws."""
+        height, width = images.shape[-2:]
+        draws = draw_resized_crops(images.shape[0], height, width,
+                                   flip_probability=self.flip_probability)
+        return resized_crops(images, draws, self.size)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(size={self.size}, "
+                f"flip_probability={self.flip_probability})")
+
+
 def normalization_for(config: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(mean, std) the model expects: ImageNet for resnet18, digits statistics for small_cnn."""
     if config.model == "small_cnn":
@@ -42,10 +77,7 @@ def normalization_for(config: Any) -> tuple[tuple[float, ...], tuple[float, ...]
 def build_train_transform(config: Any) -> ImageTransform:
     """uint8 ``[C,H,W]`` -> uint8 ``[C,h,w]`` (standard) or ``[K,C,h,w]`` (five/ten crop)."""
     if config.crop_mode == "standard":
-        steps: list[Any] = [v2.RandomResizedCrop(config.crop_size, antialias=True)]
-        if config.train_hflip:
-            steps.append(v2.RandomHorizontalFlip())
-        return v2.Compose(steps)
+        return RandomResizedCropFlip(config.crop_size, 0.5 if config.train_hflip else 0.0)
     return _multi_crop(config)
 
 
@@ -83,56 +115,17 @@ def multi_crop_boxes(
     return boxes
 
 
-def random_resized_crop_params(
-    transform: v2.RandomResizedCrop, height: int, width: int, generator: torch.Generator
-) -> dict[str, int]:
-    """``transform.make_params`` drawn from ``generator`` instead of the global random state.
-
-    Used where a crop must be reproducible without touching the process-wide generator that
-    a training thread may be using (the preview).
-    """
-    area = height * width
-    log_low, log_high = (math.log(r) for r in transform.ratio)
-    for _ in range(10):
-        target_area = area * _uniform(generator, *transform.scale)
-        aspect_ratio = math.exp(_uniform(generator, log_low, log_high))
-        w = int(round(math.sqrt(target_area * aspect_ratio)))
-        h = int(round(math.sqrt(target_area / aspect_ratio)))
-        if 0 < w <= width and 0 < h <= height:
-            top = int(torch.randint(0, height - h + 1, (1,), generator=generator))
-            left = int(torch.randint(0, width - w + 1, (1,), generator=generator))
-            return {"top": top, "left": left, "height": h, "width": w}
-    in_ratio = width / height
-    if in_ratio < min(transform.ratio):
-        w, h = width, int(round(width / min(transform.ratio)))
-    elif in_ratio > max(transform.ratio):
-        w, h = int(round(height * max(transform.ratio))), height
-    else:
-        w, h = width, height
-    return {"top": (height - h) // 2, "left": (width - w) // 2, "height": h, "width": w}
-
-
 def seeded_train_crop(
     config: Any, image: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, tuple[int, int, int, int], bool]:
     """Apply the standard train transform with crop and flip drawn from ``generator``.
 
     Returns:
-        The crop (exactly what ``build_train_transform`` would give for those draws), its box
+        The crop (exactly what ``build_train_transform`` gives for those draws), its box
         (left, top, width, height) in ``image`` coordinates, and whether it was flipped.
     """
-    steps = build_train_transform(config).transforms  # type: ignore[attr-defined]
-    crop_step = next(s for s in steps if isinstance(s, v2.RandomResizedCrop))
-    flip_step = next((s for s in steps if isinstance(s, v2.RandomHorizontalFlip)), None)
-    height, width = image.shape[-2:]
-    params = random_resized_crop_params(crop_step, height, width, generator)
-    output = crop_step.transform(image, params)
-    flipped = flip_step is not None and _uniform(generator, 0.0, 1.0) < flip_step.p
-    if flipped:
-        output = flip_step.transform(output, {})
-    box = (params["left"], params["top"], params["width"], params["height"])
-    return output, box, flipped
-
-
-def _uniform(generator: torch.Generator, low: float, high: float) -> float:
-    return float(torch.empty(1).uniform_(float(low), float(high), generator=generator))
+    transform = build_train_transform(config)
+    if not isinstance(transform, RandomResizedCropFlip):
+        raise ValueError(f"crop_mode: '{config.crop_mode}' has no random crop")
+    draws = transform.draw(image, generator)
+    return transform.apply(image, draws), draws.box(0), bool(draws.flip[0])

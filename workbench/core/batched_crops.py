@@ -1,0 +1,202 @@
+"""Crops of a whole uint8 image batch at once, on whatever device the batch lives on.
+
+One implementation of the random resized crop (torchvision's ``RandomResizedCrop`` box draws,
+antialiased bilinear resampling, then the horizontal flip) serves three callers: the loader
+processes (one image at a time), the images kept on the device (a whole batch per step) and the
+preview. The same draws give the same pixels in all three, because each output pixel is summed
+from the few source pixels it reads, in a fixed order, with element-wise operations only: a
+pixel never depends on the batch it was cropped in. Against torchvision's uint8 resize of the
+same box the result is within one grey level (torchvision rounds a fixed-point intermediate).
+
+Center, five and ten crops are plain slices and equal torchvision's exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+DEFAULT_SCALE = (0.08, 1.0)
+DEFAULT_RATIO = (3.0 / 4.0, 4.0 / 3.0)
+# torchvision tries this many random boxes before it falls back to a central one.
+BOX_ATTEMPTS = 10
+
+
+@dataclass(frozen=True)
+class CropDraws:
+    """One random box (in source pixels) and flip per image: int64/bool tensors ``[B]``."""
+
+    top: torch.Tensor
+    left: torch.Tensor
+    height: torch.Tensor
+    width: torch.Tensor
+    flip: torch.Tensor
+
+    def box(self, index: int) -> tuple[int, int, int, int]:
+        """(left, top, width, height) of image ``index``."""
+        return (int(self.left[index]), int(self.top[index]), int(self.width[index]),
+                int(self.height[index]))
+
+
+def draw_resized_crops(
+    count: int,
+    height: int,
+    width: int,
+    scale: tuple[float, float] = DEFAULT_SCALE,
+    ratio: tuple[float, float] = DEFAULT_RATIO,
+    flip_probability: float = 0.5,
+    generator: torch.Generator | None = None,
+) -> CropDraws:
+    """Draw ``count`` boxes of an ``height`` x ``width`` image as ``RandomResizedCrop`` does.
+
+    Each box covers a random fraction of the area (``scale``) at a random aspect ratio
+    (log-uniform in ``ratio``); up to ten tries per image, then the largest central box with
+    an allowed aspect ratio. Draws come from ``generator`` (the process-wide generator when
+    None), on the CPU, in one call.
+    """
+    tries = BOX_ATTEMPTS
+    uniform = torch.rand((count, 2 * tries + 3), dtype=torch.float64, generator=generator)
+    log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
+    areas = (height * width) * (scale[0] + (scale[1] - scale[0]) * uniform[:, :tries])
+    aspects = torch.exp(log_low + (log_high - log_low) * uniform[:, tries:2 * tries])
+    widths = torch.round(torch.sqrt(areas * aspects)).long()
+    heights = torch.round(torch.sqrt(areas / aspects)).long()
+    fits = (widths > 0) & (widths <= width) & (heights > 0) & (heights <= height)
+    first = fits.long().argmax(dim=1, keepdim=True)  # the first try that fits
+    found = fits.any(dim=1)
+    fallback_w, fallback_h = _central_box(height, width, ratio)
+    box_w = torch.where(found, widths.gather(1, first).squeeze(1), fallback_w)
+    box_h = torch.where(found, heights.gather(1, first).squeeze(1), fallback_h)
+    # A uniform integer in [0, room]; the fallback box is centred.
+    top = torch.where(found, (uniform[:, -3] * (height - box_h + 1)).long(), (height - box_h) // 2)
+    left = torch.where(found, (uniform[:, -2] * (width - box_w + 1)).long(), (width - box_w) // 2)
+    flip = uniform[:, -1] < flip_probability
+    return CropDraws(top, left, box_h, box_w, flip)
+
+
+def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Tensor:
+    """Crop each image of ``images`` (uint8 ``[B,C,H,W]``) to its box, resize it to
+    ``size`` x ``size`` with antialiased bilinear resampling, and flip it if drawn so.
+
+    Returns uint8 ``[B,C,size,size]`` on the images' device.
+    """
+    if images.dtype != torch.uint8 or images.dim() != 4:
+        raise TypeError(
+            f"expected uint8 images [B,C,H,W], got {images.dtype} {tuple(images.shape)}")
+    device = images.device
+    if images.shape[0] == 1:
+        # One image: work on its box only, with the taps of its box's size computed once per
+        # size (the same pixels and weights as in a batch, for far less work).
+        left, top, width, height = draws.box(0)
+        images = images[:, :, top:top + height, left:left + width]
+        rows_index, rows_weight = (t.to(device) for t in _span_taps(height, size))
+        cols_index, cols_weight = (t.to(device) for t in _span_taps(width, size))
+        if bool(draws.flip[0]):
+            cols_index, cols_weight = cols_index.flip(1), cols_weight.flip(1)
+    else:
+        no_flip = torch.zeros_like(draws.flip, device=device)
+        rows_index, rows_weight = _taps(draws.top.to(device), draws.height.to(device), size,
+                                        no_flip)
+        cols_index, cols_weight = _taps(draws.left.to(device), draws.width.to(device), size,
+                                        draws.flip.to(device))
+    pixels = _resample(images.float(), rows_index, rows_weight)  # [B,C,size,W]
+    pixels = _resample(pixels.transpose(2, 3), cols_index, cols_weight).transpose(2, 3)
+    return pixels.round_().clamp_(0, 255).to(torch.uint8).contiguous()
+
+
+def center_crops(images: torch.Tensor, size: int) -> torch.Tensor:
+    """The central ``size`` x ``size`` crop of every image of a ``[B,C,H,W]`` batch."""
+    height, width = images.shape[-2:]
+    top, left = _centered(height, size), _centered(width, size)
+    return images[..., top:top + size, left:left + size].contiguous()
+
+
+def multi_crops(images: torch.Tensor, size: int, mode: str) -> torch.Tensor:
+    """Five crops (four corners, center) of every image, or ten with the mirrored five:
+    ``[B,C,H,W]`` -> ``[B,K,C,size,size]``, the order of torchvision's FiveCrop/TenCrop."""
+    if mode not in ("five_crop", "ten_crop"):
+        raise ValueError(f"crop_mode: '{mode}' is not five_crop or ten_crop")
+    height, width = images.shape[-2:]
+    if size > height or size > width:
+        raise ValueError(f"crop {size} does not fit in a {width}x{height} image")
+    bottom, right = height - size, width - size
+    corners = [(0, 0), (0, right), (bottom, 0), (bottom, right),
+               (_centered(height, size), _centered(width, size))]
+    sources = [images, images.flip(-1)] if mode == "ten_crop" else [images]
+    crops = [source[..., top:top + size, left:left + size]
+             for source in sources for top, left in corners]
+    return torch.stack(crops, dim=1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _span_taps(length: int, out: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_taps`` of one unflipped span ``[0, length)`` on the CPU, ``[1,out,T]`` each."""
+    return _taps(torch.zeros(1, dtype=torch.long), torch.tensor([length]), out,
+                 torch.zeros(1, dtype=torch.bool))
+
+
+def _taps(
+    start: torch.Tensor, length: torch.Tensor, out: int, flip: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source indices and weights ``[B,out,T]`` of antialiased bilinear resampling of the
+    span ``[start, start+length)`` to ``out`` pixels (PyTorch's antialias weights).
+
+    Downscaling widens the triangle filter by the scale; every output pixel's weights sum to
+    1. Unused taps have weight 0 and repeat the first index.
+    """
+    device = start.device
+    scale = length.double() / out
+    shrinking = scale >= 1.0
+    support = torch.where(shrinking, scale, torch.ones_like(scale))
+    inverse = torch.where(shrinking, 1.0 / scale, torch.ones_like(scale))
+    center = scale[:, None] * (torch.arange(out, dtype=torch.float64, device=device) + 0.5)
+    first = (center - support[:, None] + 0.5).floor().clamp(min=0)
+    end = torch.minimum((center + support[:, None] + 0.5).floor(), length[:, None].double())
+    count = int((end - first).max())
+    position = first[..., None] + torch.arange(count, dtype=torch.float64, device=device)
+    inside = position < end[..., None]
+    weight = (1.0 - ((position - center[..., None] + 0.5) * inverse[:, None, None]).abs())
+    weight = torch.where(inside, weight.clamp(min=0.0), torch.zeros_like(weight))
+    total = weight[..., 0].clone()
+    for tap in range(1, count):  # in tap order, so unused taps (zeros) change nothing
+        total += weight[..., tap]
+    weight = weight / total[..., None]
+    index = start[:, None, None] + torch.where(inside, position, first[..., None]).long()
+    flip = flip[:, None, None]
+    index = torch.where(flip, index.flip(1), index)
+    weight = torch.where(flip, weight.flip(1), weight)
+    return index, weight.float()
+
+
+def _resample(pixels: torch.Tensor, index: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Resample dim 2 of float ``[B,C,H,W]`` with ``[B,out,T]`` taps -> ``[B,C,out,W]``.
+
+    Separate multiplies and adds (no fused or blocked reductions) keep every pixel's value
+    independent of the batch size and of where it falls in memory.
+    """
+    batch, channels, _, width = pixels.shape
+    out = index.shape[1]
+    result: torch.Tensor | None = None
+    for tap in range(index.shape[2]):
+        rows = index[:, :, tap][:, None, :, None].expand(batch, channels, out, width)
+        term = torch.gather(pixels, 2, rows) * weight[:, :, tap][:, None, :, None]
+        result = term if result is None else result + term
+    assert result is not None
+    return result
+
+
+def _central_box(height: int, width: int, ratio: tuple[float, float]) -> tuple[int, int]:
+    """(width, height) of torchvision's fallback box: the whole image, trimmed to ``ratio``."""
+    in_ratio = width / height
+    if in_ratio < min(ratio):
+        return width, int(round(width / min(ratio)))
+    if in_ratio > max(ratio):
+        return int(round(height * max(ratio))), height
+    return width, height
+
+
+def _centered(length: int, size: int) -> int:
+    return int(round((length - size) / 2.0))

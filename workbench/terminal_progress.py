@@ -51,6 +51,7 @@ class TerminalProgress(Callback):
                     f"precision {event.precision}")
         self.bottleneck.clear()
         self.bottleneck.device = event.device
+        self.bottleneck.images_on_device = event.images_on_device
         self._print(f"data: {event.dataset_summary}")
         cache = ", frozen-backbone features cached" if event.feature_cache else ""
         self._print(f"run folder: {event.run_dir}; {event.steps_per_epoch} steps/epoch, "

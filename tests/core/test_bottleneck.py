@@ -58,6 +58,15 @@ def test_advice_leaves_out_what_is_already_done():
     assert any("cache_features" in a for a in diagnosis.advice)
 
 
+def test_images_kept_on_the_device_get_no_loader_advice():
+    config = TrainConfig(workers=1, cache_images=False, crop_size=28, resize_size=32)
+    diagnosis = diagnose(epoch_of(0.6, 0.4), config, device="cpu", cpu_count=8,
+                         images_on_device=True)
+    assert diagnosis.kind == INPUT_BOUND
+    assert diagnosis.advice == ("a smaller crop_size (now 28) or a GPU: the images already "
+                                "stay on the device and are cropped there",)
+
+
 def test_warm_up_steps_of_every_epoch_are_ignored():
     # Each epoch starts with two slow fetches (workers starting); the rest is compute.
     steps = []

@@ -29,6 +29,10 @@ class StepWatcher(Callback):
     def __init__(self) -> None:
         self.messages: list[str] = []
         self.children_at_steps: list[int] = []
+        self.start = None
+
+    def on_run_start(self, event) -> None:
+        self.start = event
 
     def on_message(self, event) -> None:
         self.messages.append(event.text)
@@ -63,12 +67,14 @@ def test_a_small_dataset_trains_on_the_device_without_loader_processes(digits, t
     assert watcher.said("All 48 training and 16 validation images are 32x32 grey after "
                         "resizing, so they stay on cpu")
     assert watcher.children_at_steps and max(watcher.children_at_steps) == 0
+    assert watcher.start.images_on_device
 
     through_loader = StepWatcher()
     end = train(digits_config(digits, tmp_path, images_on_device=False), through_loader)
     assert end.status == "completed"
     assert min(through_loader.children_at_steps) >= 1  # the loader process of workers=1
     assert not through_loader.said("stay on cpu")
+    assert not through_loader.start.images_on_device
 
 
 def test_five_crop_batches_equal_the_loader_batches(digits, tmp_path):

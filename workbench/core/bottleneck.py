@@ -68,6 +68,7 @@ def diagnose(
     config: TrainConfig | None = None,
     device: str = "",
     cpu_count: int | None = None,
+    images_on_device: bool = False,
 ) -> Diagnosis:
     """Classify the run from its step events.
 
@@ -79,6 +80,8 @@ def diagnose(
         device: the device the run trains on ('cpu', 'cuda:0'); GPU memory figures in the
             steps also mark a GPU run.
         cpu_count: CPUs available to loader processes; ``os.cpu_count()`` when None.
+        images_on_device: the run keeps its images on the device (``RunStart``), so loader
+            settings do not matter.
 
     Returns:
         A :class:`Diagnosis`; kind ``unknown`` when there are no steps.
@@ -92,16 +95,22 @@ def diagnose(
     speed = sum(s.images_per_second for s in measured) / len(measured)
     on_gpu = device.startswith("cuda") or measured[-1].memory_total is not None
     device = device or ("cuda" if on_gpu else "cpu")
+    cpus = cpu_count or os.cpu_count() or 1
     if share >= INPUT_BOUND_SHARE:
-        kind, advice = INPUT_BOUND, _input_advice(config, cpu_count or os.cpu_count() or 1)
+        kind, advice = INPUT_BOUND, _input_advice(config, cpus, images_on_device)
     elif share <= COMPUTE_BOUND_SHARE:
         kind, advice = COMPUTE_BOUND, _compute_advice(config, measured, on_gpu)
     else:
-        kind, advice = BALANCED, _input_advice(config, cpu_count or os.cpu_count() or 1)[:1]
+        kind, advice = BALANCED, _input_advice(config, cpus, images_on_device)[:1]
     return Diagnosis(kind, share, speed, len(measured), device, tuple(advice))
 
 
-def _input_advice(config: TrainConfig | None, cpus: int) -> list[str]:
+def _input_advice(config: TrainConfig | None, cpus: int, images_on_device: bool) -> list[str]:
+    if images_on_device:
+        # No loader: the wait is the batched crop on the device itself.
+        size = f" (now {config.crop_size})" if config is not None else ""
+        return [f"a smaller crop_size{size} or a GPU: the images already stay on the device "
+                "and are cropped there"]
     if config is None:
         return ["more loader workers", "the image cache (cache_images)",
                 "a smaller resize_size"]
@@ -162,6 +171,7 @@ class BottleneckMonitor:
     def __init__(self, config: TrainConfig | None = None, window: int = 200) -> None:
         self.config = config
         self.device = ""
+        self.images_on_device = False
         self._steps: deque[StepStats] = deque(maxlen=window)
 
     def add(self, step: StepStats) -> None:
@@ -174,4 +184,5 @@ class BottleneckMonitor:
 
     def diagnosis(self) -> Diagnosis:
         """The diagnosis of the recent steps."""
-        return diagnose(self._steps, self.config, self.device)
+        return diagnose(self._steps, self.config, self.device,
+                        images_on_device=self.images_on_device)

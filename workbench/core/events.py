@@ -31,6 +31,7 @@ class RunStart:
     feature_cache: bool
     dataset_summary: str
     precision: str = "float32"  # e.g. 'mixed bfloat16'; see workbench.core.precision
+    images_on_device: bool = False  # the images stay on the device; no loader processes
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ class TrainingSession:
             val_samples=len(self.scan.val), epochs=cfg.epochs, start_epoch=self.start_epoch,
             steps_per_epoch=steps, crops_per_sample=self.pipeline.crops_per_sample,
             feature_cache=self.use_feature_cache, dataset_summary=self.scan.describe(),
-            precision=self.precision.label,
+            precision=self.precision.label, images_on_device=self.device_images is not None,
         )
 
     def _cache_features(self) -> bool:

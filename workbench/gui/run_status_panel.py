@@ -94,6 +94,7 @@ class RunStatusPanel(QWidget):
         self._start = event
         self._bottleneck.clear()
         self._bottleneck.device = event.device
+        self._bottleneck.images_on_device = event.images_on_device
         self._last_diagnosis = -math.inf
         self.bottleneck_label.setText("judged after the first steps\u2026")
         self._started_at = time.monotonic()

@@ -35,16 +35,40 @@ def _reference(path: Path, target: tuple[int, int], mode: str = "RGB") -> np.nda
     return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
 
 
-def test_png_resized_on_shorter_side_matches_pillow(tmp_path: Path) -> None:
-    path = _photo(tmp_path / "wide.png", (64, 48))
-    image = load_image_uint8(str(path), 32)
-    assert image.dtype == torch.uint8 and image.is_contiguous()
-    assert tuple(image.shape) == (3, 32, 42)  # int(32 * 64 / 48)
-    assert np.array_equal(image.numpy(), _reference(path, (42, 32)))
+def _torch_reference(path: Path, target: tuple[int, int], mode: str = "RGB") -> np.ndarray:
+    """Full decode + torch's antialiased bilinear resize, as [C,H,W]."""
+    with Image.open(path) as image:
+        array = torch.from_numpy(np.array(image.convert(mode)))
+    planes = array[None, None] if array.dim() == 2 else array.permute(2, 0, 1)[None]
+    resized = torch.nn.functional.interpolate(planes.float(), size=target[::-1],
+                                              mode="bilinear", antialias=True)
+    return resized[0].round().clamp(0, 255).to(torch.uint8).numpy()
 
-    gray = load_image_uint8(str(path), 32, grayscale=True)
-    assert tuple(gray.shape) == (1, 32, 42)
-    assert np.array_equal(gray.numpy(), _reference(path, (42, 32), "L"))
+
+def _within_one_level(ours: np.ndarray, reference: np.ndarray) -> bool:
+    return ours.shape == reference.shape and \
+        int(np.abs(ours.astype(int) - reference.astype(int)).max()) <= 1
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+def test_small_downscale_is_torch_antialiased_bilinear_within_a_level_of_pillow(
+        tmp_path: Path, mode: str) -> None:
+    path = _photo(tmp_path / "wide.png", (64, 48))  # 1.5x down: torch resizes
+    image = load_image_uint8(str(path), 32, grayscale=mode == "L")
+    assert image.dtype == torch.uint8 and image.is_contiguous()
+    assert tuple(image.shape) == ((3 if mode == "RGB" else 1), 32, 42)  # int(32 * 64 / 48)
+    assert _within_one_level(image.numpy(), _torch_reference(path, (42, 32), mode))
+    assert _within_one_level(image.numpy(), _reference(path, (42, 32), mode))
+
+
+def test_large_downscale_is_pillows_resize(tmp_path: Path) -> None:
+    path = _photo(tmp_path / "wide.png", (256, 192))  # 6x down: Pillow reduces, then resizes
+    image = load_image_uint8(str(path), 32)
+    assert tuple(image.shape) == (3, 32, 42)
+    with Image.open(path) as source:
+        expected = np.asarray(source.convert("RGB").resize((42, 32), Image.Resampling.BILINEAR,
+                                                           reducing_gap=3.0))
+    assert np.array_equal(image.numpy(), expected.transpose(2, 0, 1))
 
 
 def test_tall_and_alpha_and_palette_images_become_rgb(tmp_path: Path) -> None:
@@ -109,7 +133,7 @@ def test_edited_source_is_decoded_afresh(tmp_path: Path) -> None:
     os.utime(path, ns=(10**18, 10**18))
     after = load_image_uint8(str(path), 32, cache_dir=cache)
     assert not torch.equal(before, after)
-    assert np.array_equal(after.numpy(), _reference(path, (42, 32)))
+    assert np.array_equal(after.numpy(), load_image_uint8(str(path), 32))  # decoded afresh
 
 
 @pytest.mark.parametrize(

@@ -30,8 +30,9 @@ from workbench.core.image_decoding import (  # noqa: F401 - re-exported
 )
 
 # Part of every cache key: bump it when decoding changes what pixels a file gives
-# (2: transparency over grey, 16-bit rescaled), so stale arrays are never reused.
-_DECODING_VERSION = "2"
+# (2: transparency over grey, 16-bit rescaled; 3: small downscales resized by torch), so
+# stale arrays are never reused.
+_DECODING_VERSION = "3"
 
 def default_cache_dir() -> Path:
     """Where resized images are cached: ``$WORKBENCH_CACHE_DIR`` or the user's cache folder."""

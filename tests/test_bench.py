@@ -91,3 +91,16 @@ def test_verdicts_follow_the_target_kind_and_the_table_shows_them():
 def test_output_folder_gets_the_default_file_name(tmp_path):
     assert main(["bench", "--quick", "--only", "loader", "--output", str(tmp_path)]) == 0
     assert isinstance(json.loads((Path(tmp_path) / "bench.json").read_text())["rows"], list)
+
+
+def test_precision_and_layout_rows_compare_each_variant_with_float32():
+    from workbench.bench.training_benchmark import QUICK_WORKLOADS, precision_layout_rows
+
+    rows = precision_layout_rows(QUICK_WORKLOADS[1], "cpu", steps=2)
+
+    assert [row.details["channels_last"] for row in rows] == [False, True, True]
+    for row in rows:
+        assert row.what.startswith("digits CNN model-only, ") and row.what.endswith("vs float32")
+        assert row.target is None and row.unit == "img/s"
+        assert row.workbench > 0 and row.baseline > 0
+        assert row.ratio == pytest.approx(row.workbench / row.baseline)

@@ -13,7 +13,9 @@
    alike; the median of those comparisons is reported. Target >= 0.90x.
 2. A last-layer epoch on cached frozen-backbone features against the same epoch recomputing
    the backbone for every batch. Target >= 50x faster.
-3. On CUDA only: absolute images/s, peak memory and the batch-size finder's result.
+3. On CUDA only: absolute images/s, peak memory and the batch-size finder's result, and the
+   model-only steps with mixed precision and channels_last, each alone and together, against
+   float32 in the default layout, so the defaults (both on) are kept only where they gain.
 """
 
 from __future__ import annotations
@@ -252,6 +254,31 @@ def feature_cache_row(work: Workload, root: Path, device: str) -> BenchRow:
                      setting=work.describe())
 
 
+# (amp, channels_last) variants compared with float32 in the default layout.
+SPEED_VARIANTS = ((True, False), (False, True), (True, True))
+
+
+def precision_layout_rows(work: Workload, device: str, steps: int = 20) -> list[BenchRow]:
+    """Model-only images/s of ``work`` with AMP and/or channels_last vs neither, side by side;
+    each variant is timed between two float32 measurements."""
+    base = workload_config(work, Path("."), Path("."), device, amp=False, channels_last=False)
+    plain = ModelOnlyTrainer(base)
+    rows = []
+    for amp, channels_last in SPEED_VARIANTS:
+        variant = ModelOnlyTrainer(base.replace(amp=amp, channels_last=channels_last))
+        before = plain.seconds(steps)
+        seconds = variant.seconds(steps)
+        after = plain.seconds(steps)
+        images = steps * base.batch_size
+        name = " + ".join(n for n, on in ((variant.precision.label, amp),
+                                           ("channels_last", channels_last)) if on)
+        rows.append(ratio_row("training", f"{work.name} model-only, {name} vs float32",
+                              images / seconds, 2 * images / (before + after), "img/s", None,
+                              setting=work.describe(), precision=variant.precision.label,
+                              channels_last=channels_last))
+    return rows
+
+
 def batch_size_rows(work: Workload, device: str) -> list[BenchRow]:
     """CUDA only: what the batch-size finder recommends for ``work`` with AMP."""
     from workbench.core.batch_size_finder import find_batch_size
@@ -279,4 +306,6 @@ def run(quick: bool = False, device: str = "auto") -> list[BenchRow]:
         rows.append(feature_cache_row(workloads[0], Path(tmp) / "feature-cache", device))
     if on_cuda:
         rows += batch_size_rows(workloads[0], device)
+        for work in workloads:
+            rows += precision_layout_rows(work, device)
     return rows

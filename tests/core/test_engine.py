@@ -179,10 +179,12 @@ def test_pause_holds_the_run_until_resumed(shapes, tmp_path):
     assert step_times[1] - step_times[0] >= 0.5
 
 
-def test_cached_features_train_the_head_exactly_like_recomputing(shapes, tmp_path):
+@pytest.mark.parametrize("images_on_device", [True, False])
+def test_cached_features_train_the_head_exactly_like_recomputing(shapes, tmp_path,
+                                                                 images_on_device):
     # One full batch per epoch: the update does not depend on sample order.
     config = tiny_config(shapes, tmp_path, finetune="last_layer", batch_size=32, epochs=2,
-                         scheduler="none")
+                         scheduler="none", images_on_device=images_on_device)
     cached_rec, plain_rec = Recorder(), Recorder()
     cached = train(config.replace(run_name="cached", cache_features=True), cached_rec)
     plain = train(config.replace(run_name="plain", cache_features=False), plain_rec)

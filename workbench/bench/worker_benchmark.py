@@ -92,7 +92,7 @@ def _measure_in_fresh_process(mode: str, root: Path, epochs: int, device: str) -
 
 def run(quick: bool = False, device: str = "auto") -> list[BenchRow]:
     """One row: median images/s through the Qt worker against headless, alternating rounds."""
-    rounds, epochs, per_class = (1, 2, 4) if quick else (3, 3, 16)
+    rounds, epochs, per_class = (1, 2, 4) if quick else (5, 3, 16)
     with tempfile.TemporaryDirectory(prefix="workbench-worker-bench-") as tmp:
         root = Path(tmp)
         write_shape_dataset(root / "data", per_class=per_class, size=(96, 72),

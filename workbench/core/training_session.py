@@ -256,15 +256,19 @@ class TrainingSession:
         backbone = split_backbone_head(self.model)[0]
         storage = self.device
         started = time.perf_counter()
+        images, batch = self.device_images, self.config.batch_size
         if self.config.train_transform_is_deterministic:
-            loader = unshuffled_loader(self.pipeline.train_loader)
-            self.cached_train = self._extract(backbone, loader, storage)
+            train = (images.train_batches(torch.arange(len(images.train)), batch, seed=0)
+                     if images is not None else unshuffled_loader(self.pipeline.train_loader))
+            self.cached_train = self._extract(backbone, train, storage)
             if self.cached_train is None:
                 return False
+            self.device_images = None  # every epoch now reads the features instead
         else:
             self._say("info", "Standard crops are random every epoch, so only validation "
                               "features are cached; choose five_crop or ten_crop to cache both.")
-        self.cached_val = self._extract(backbone, self.pipeline.val_loader, storage)
+        val = images.val_batches(batch) if images is not None else self.pipeline.val_loader
+        self.cached_val = self._extract(backbone, val, storage)
         if self.cached_val is None:
             return False
         cached = len(self.cached_val) + (len(self.cached_train) if self.cached_train else 0)

@@ -1,8 +1,9 @@
 """Started by tests/test_distributed.py under torchrun: one run, then each process's weights.
 
-Every process writes ``rank<N>.json`` with the run's status and a digest of the weights it ended
-with, so the test can check that DistributedDataParallel kept the processes identical. The run
-goes through the engine's own ``TrainingSession``; only the digest is added here.
+Every process writes ``rank<N>.json`` with the run's status (and error) and a digest of the
+weights it ended with, so the test can check that DistributedDataParallel kept the processes
+identical. The run goes through the engine's own ``TrainingSession``; only the digest is added
+here.
 
 Usage: python -m torch.distributed.run --standalone --nproc_per_node=2 \
     tests/distributed_train_script.py CONFIG_JSON OUT_DIR
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
+from workbench.core.dataset_scan import DatasetError
 from workbench.core.events import CallbackList
 from workbench.core.training_session import TrainingSession
 
@@ -33,9 +35,14 @@ def main(config_path: str, out_dir: str) -> None:
     session = TrainingSession(TrainConfig.load(config_path), CallbackList([]), RunControl())
     try:
         session.prepare()
-        end = session.fit()
-        report = {"status": end.status, "digest": weights_digest(session),
-                  "run_dir": end.run_dir, "epochs_completed": end.epochs_completed}
+        try:
+            end = session.fit()
+            report = {"status": end.status, "digest": weights_digest(session),
+                      "run_dir": end.run_dir, "epochs_completed": end.epochs_completed}
+        except DatasetError as exc:  # bad input stops every process at the same point
+            report = {"status": "failed", "error": str(exc),
+                      "run_dir": str(session.run_dir or ""),
+                      "epochs_completed": session.epochs_completed}
         Path(out_dir, f"rank{session.dist.rank}.json").write_text(json.dumps(report))
     finally:
         session.close()

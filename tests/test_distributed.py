@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,12 @@ import torch
 
 from workbench.core.checkpoint_format import load_checkpoint
 from workbench.core.config import TrainConfig
+from workbench.core.decode_failures import read_failure_log
 from workbench.core.distributed import DistributedContext
 from workbench.core.engine import train
 from workbench.core.events import EpochEnd, Message, RunStart
 from workbench.core.run_follower import RunFollower
+from workbench.core.runs import DECODE_FAILURES
 from workbench.core.synthetic_images import write_shape_dataset
 
 SCRIPT = Path(__file__).with_name("distributed_train_script.py")
@@ -112,6 +115,61 @@ def test_two_processes_of_8_match_one_process_of_16(runs):
     for name in ours:
         torch.testing.assert_close(ours[name], theirs[name], rtol=RELATIVE_TOLERANCE,
                                    atol=ABSOLUTE_TOLERANCE)
+
+
+def test_a_run_resumes_under_a_different_number_of_processes(runs):
+    """A torchrun checkpoint continues in one process, and a one-process checkpoint under
+    torchrun, with the same global batch: both match the one-process run continued."""
+    work, run_dir, _, _, single = runs
+    alone = TrainConfig.load(single.run_dir).replace(epochs=3, resume="")
+
+    def copy_of(run: Path, name: str) -> str:  # resuming writes into the checkpoint's folder
+        target = work / name
+        target.mkdir()
+        for file in ("last.pt", "config.json"):
+            shutil.copy(run / file, target / file)
+        return str(target / "last.pt")
+
+    continued = train(alone.replace(resume=copy_of(Path(single.run_dir), "single_copy")))
+    from_two = train(alone.replace(resume=copy_of(run_dir, "two_copy")))
+    to_two = torchrun(alone.replace(batch_size=8, resume=copy_of(Path(single.run_dir),
+                                                                   "single_copy_2")),
+                      work, "to_two")
+
+    assert continued.status == from_two.status == "completed", from_two.error
+    assert [r["status"] for r in to_two] == ["completed", "completed"]
+    assert from_two.epochs_completed == to_two[0]["epochs_completed"] == 3
+    expected = load_checkpoint(continued.last_checkpoint_path)["model"]
+    for path in (from_two.last_checkpoint_path, Path(to_two[0]["run_dir"]) / "last.pt"):
+        ours = load_checkpoint(str(path))["model"]
+        for name in expected:
+            torch.testing.assert_close(ours[name], expected[name], rtol=RELATIVE_TOLERANCE,
+                                       atol=ABSOLUTE_TOLERANCE)
+
+
+def test_failed_images_of_every_process_count_towards_the_limit(tmp_path):
+    data = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=8,
+                               size=(32, 32), layout="train_val", val_per_class=3)
+    broken = sorted((data / "train").glob("*/*.png"))[::4]  # 4 of the 16 training images
+    for path in broken:
+        path.write_bytes(path.read_bytes()[:60])  # the header survives, the pixels do not
+    config = TrainConfig(
+        data_root=str(data), model="small_cnn", weights="none", finetune="full",
+        crop_mode="standard", resize_size=32, crop_size=28, batch_size=4, epochs=2,
+        scheduler="none", workers=0, cache_images=False, device="cpu", seed=2,
+        max_failed_images=3, output_dir=str(tmp_path / "runs"),
+    )
+
+    reports = torchrun(config, tmp_path, "broken")
+
+    # Each process met only its share of the 4 (the first epoch ran to its end), but together
+    # they are over the limit of 3: both stop at the end of epoch 1.
+    assert [r["status"] for r in reports] == ["failed", "failed"]
+    assert [r["epochs_completed"] for r in reports] == [1, 1]
+    for report in reports:
+        assert report["error"].startswith("max_failed_images: 4 images could not be decoded")
+    logged = read_failure_log(str(Path(reports[0]["run_dir"]) / DECODE_FAILURES))
+    assert sorted(path for path, _ in logged) == sorted(str(p) for p in broken)
 
 
 def test_a_weighted_sampler_is_named_as_not_applied_under_torchrun():

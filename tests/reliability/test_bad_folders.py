@@ -10,8 +10,9 @@ import pytest
 
 from workbench.core.checkpoint_format import load_checkpoint
 from workbench.core.config import TrainConfig
-from workbench.core.data_pipeline import ImageSampleDataset, read_failure_log
+from workbench.core.data_pipeline import ImageSampleDataset
 from workbench.core.dataset_scan import DatasetError, scan_dataset
+from workbench.core.decode_failures import read_failure_log
 from workbench.core.engine import train
 from workbench.core.events import Callback
 from workbench.core.image_cache import load_image_uint8

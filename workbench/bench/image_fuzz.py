@@ -23,8 +23,9 @@ import numpy as np
 from PIL import Image
 
 from workbench.core.config import TrainConfig
-from workbench.core.data_pipeline import ImageSampleDataset, read_failure_log
+from workbench.core.data_pipeline import ImageSampleDataset
 from workbench.core.dataset_scan import scan_dataset
+from workbench.core.decode_failures import read_failure_log
 from workbench.core.five_crop_preview import five_crop_preview
 from workbench.core.image_cache import ImageDecodeError
 from workbench.core.multicrop import IGNORE_LABEL

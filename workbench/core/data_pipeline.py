@@ -3,20 +3,19 @@
 Each sample is decoded once (resized, then cached on disk), cropped by the transforms as
 uint8 and batched; ``BatchPreparer`` finishes the job on the device. An image that cannot be
 decoded becomes a zero image labelled -1 (ignored by loss and accuracy) and a line in the
-failure log, instead of ending a night's run; only when more distinct images than
-``max_failed_images`` have failed does the run stop (``check_failed_images``), naming them.
+failure log, instead of ending a night's run (see ``decode_failures``).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 
-from workbench.core.dataset_scan import DatasetError, DatasetScan
+from workbench.core.dataset_scan import DatasetScan
+from workbench.core.decode_failures import append_failure, read_failure_log
 from workbench.core.image_cache import ImageDecodeError, default_cache_dir, load_image_uint8
 from workbench.core.multicrop import IGNORE_LABEL
 from workbench.core.transforms import (
@@ -25,9 +24,6 @@ from workbench.core.transforms import (
     build_train_transform,
     normalization_for,
 )
-
-# Failed files named in the message that stops a run; the rest are counted.
-NAMED_FAILURES = 5
 
 # Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
 PREFETCH_FACTOR = 4
@@ -132,16 +128,8 @@ class ImageSampleDataset(Dataset):
         return self._placeholder_shape
 
     def _log_failure(self, path: str, reason: str) -> None:
-        if not self.failure_log:
-            return
-        line = f"{_one_line(path)}\t{_one_line(reason)}\n"
-        try:
-            # One small append per failure: O_APPEND keeps lines from several processes whole.
-            # surrogateescape: a file name that is not valid UTF-8 still round-trips.
-            with open(self.failure_log, "a", encoding="utf-8", errors="surrogateescape") as handle:
-                handle.write(line)
-        except OSError:
-            pass  # the zero image and label -1 already keep the run going
+        if self.failure_log:
+            append_failure(self.failure_log, path, reason)
 
 
 @dataclass
@@ -160,42 +148,6 @@ class DataPipeline:
     def decode_failures(self) -> list[tuple[str, str]]:
         """``(path, reason)`` of every image that failed to decode so far, each path once."""
         return read_failure_log(self.failure_log)
-
-
-class TooManyFailedImagesError(DatasetError):
-    """More distinct images failed to decode than ``max_failed_images`` allows."""
-
-
-def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int) -> None:
-    """Stop the run when more than ``max_failed_images`` distinct images have failed.
-
-    Raises:
-        TooManyFailedImagesError: naming the setting, the count and the first few files.
-    """
-    if len(failures) <= max_failed_images:
-        return
-    shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:NAMED_FAILURES])
-    more = (f" and {len(failures) - NAMED_FAILURES} more" if len(failures) > NAMED_FAILURES
-            else "")
-    count = f"{len(failures)} image{'s' if len(failures) != 1 else ''}"
-    raise TooManyFailedImagesError(
-        f"max_failed_images: {count} could not be decoded, more than the {max_failed_images} "
-        f"allowed, so the run stopped: {shown}{more}. Fix or remove these files, or raise "
-        "max_failed_images."
-    )
-
-
-def read_failure_log(failure_log: str | None) -> list[tuple[str, str]]:
-    """Parse a failure log into unique ``(path, reason)`` pairs, in the order first seen."""
-    if not failure_log or not os.path.exists(failure_log):
-        return []
-    seen: dict[str, str] = {}
-    with open(failure_log, encoding="utf-8", errors="surrogateescape") as handle:
-        for line in handle:
-            path, _, reason = line.rstrip("\n").partition("\t")
-            if path and path not in seen:
-                seen[path] = reason
-    return list(seen.items())
 
 
 def build_data_pipeline(
@@ -279,7 +231,3 @@ def _loader_options(config: Any, device: str) -> dict[str, Any]:
         # message instead of blocking it forever; a dead worker is noticed without it.
         "timeout": float(config.loader_timeout) if workers > 0 else 0.0,
     }
-
-
-def _one_line(text: str) -> str:
-    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")

@@ -117,6 +117,19 @@ class DistributedContext:
             accuracy_total=accuracy_total, accuracy_count=int(accuracy_count),
         )
 
+    def gather_failures(self, failures: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Every process's ``(path, reason)`` of images that failed to decode, each path once,
+        rank 0's first. Every process must call this at the same point (a collective)."""
+        if not self.enabled:
+            return failures
+        gathered: list[list[tuple[str, str]] | None] = [None] * self.world_size
+        dist.all_gather_object(gathered, list(failures))
+        union: dict[str, str] = {}
+        for part in gathered:
+            for path, reason in part or []:
+                union.setdefault(path, reason)
+        return list(union.items())
+
     def barrier(self) -> None:
         if self.enabled and dist.is_initialized():
             dist.barrier()

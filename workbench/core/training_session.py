@@ -26,7 +26,12 @@ from workbench.core.checkpoint_format import (
 )
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
-from workbench.core.data_pipeline import DataPipeline, build_data_pipeline, check_failed_images
+from workbench.core.data_pipeline import DataPipeline, build_data_pipeline
+from workbench.core.decode_failures import (
+    check_failed_images,
+    private_failure_log,
+    record_failures,
+)
 from workbench.core.device_images import DeviceImageSet, crop_seed, load_device_images
 from workbench.core.devices import (
     GpuMonitor,
@@ -99,7 +104,8 @@ class TrainingSession:
         self.started = time.monotonic()
         self.cached_train: CachedFeatures | None = None
         self.cached_val: CachedFeatures | None = None
-        self._decode_failures_reported = 0
+        self._failures_reported: set[str] = set()
+        self._private_failure_log = ""
         self._writer: MetricsWriter | None = None
 
     # ------------------------------------------------------------------ preparation
@@ -117,10 +123,11 @@ class TrainingSession:
             self._say(level, text)
         for warning in self.scan.warnings():
             self._say("warning", warning)
-        failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
+        self.failure_log = self._open_failure_log()
         if cfg.workers > 0:
             share_batches_by_name()
-        self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device, failure_log)
+        self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device,
+                                                          self.failure_log)
         self._build_model_and_optimiser()
         if resume_state is not None:
             self._restore(resume_state)
@@ -157,6 +164,14 @@ class TrainingSession:
                               f"(amp_dtype {cfg.amp_dtype}).")
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.precision.grad_scaler)
         self.head = split_backbone_head(self.model)[1]
+
+    def _open_failure_log(self) -> str:
+        """The run folder's log of images that failed to decode; the other processes under
+        torchrun keep a private one, and their failures reach rank 0 at every epoch's end."""
+        if self.run_dir is not None:
+            return str(self.run_dir / DECODE_FAILURES)
+        self._private_failure_log = private_failure_log(self.dist.rank)
+        return self._private_failure_log
 
     def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
         if not self.dist.is_main:
@@ -308,9 +323,8 @@ class TrainingSession:
         """New loaders at ``batch_size``; the old ones' worker processes are stopped first."""
         self._stop_loader_workers()
         self.config = self.config.replace(batch_size=batch_size)
-        failure_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
-        self.pipeline = build_data_pipeline(self.config, self.scan, self.device, failure_log)
-        self._decode_failures_reported = 0
+        self.pipeline = build_data_pipeline(self.config, self.scan, self.device,
+                                            self.failure_log)
         self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, self.config.seed)
 
     def _train_epoch(self, epoch: int) -> EpochResult:
@@ -373,6 +387,9 @@ class TrainingSession:
                 self.config))
             self.last_checkpoint_path = str(self.run_dir / LAST_CHECKPOINT)
         self.epochs_completed = number
+        # Every process's failed images count; gathered before the barrier, so that the
+        # barrier stays the last collective of an epoch (and of the run).
+        failures = self.dist.gather_failures(self.pipeline.decode_failures())
         self.dist.barrier()
         self.events.on_epoch_end(EpochEnd(
             epoch=number, epochs=self.config.epochs, train_loss=result.loss,
@@ -384,7 +401,7 @@ class TrainingSession:
             is_best=is_best, best_epoch=self.best_epoch,
             best_val_accuracy=self.best_val_accuracy, checkpoint_path=self.last_checkpoint_path,
         ))
-        self._report_decode_failures()
+        self._report_decode_failures(failures)
 
     def _save(self, name: str, data: dict[str, Any]) -> None:
         """Write one run file; on failure say what is kept and that the run stops here."""
@@ -398,12 +415,16 @@ class TrainingSession:
                 f"way; {kept}. Free some space or choose a writable output folder, then resume"
             ) from exc
 
-    def _report_decode_failures(self) -> None:
-        failures = self.pipeline.decode_failures()
-        if len(failures) <= self._decode_failures_reported:
+    def _report_decode_failures(self, failures: list[tuple[str, str]] | None = None) -> None:
+        """Name the images that failed since the last report, and stop the run past
+        ``max_failed_images``. ``failures``: every process's, else this process's own."""
+        failures = self.pipeline.decode_failures() if failures is None else failures
+        new = [(path, reason) for path, reason in failures if path not in self._failures_reported]
+        if not new:
             return
-        new = failures[self._decode_failures_reported:]
-        self._decode_failures_reported = len(failures)
+        self._failures_reported.update(path for path, _ in new)
+        if self.dist.enabled and self.dist.is_main:
+            record_failures(self.failure_log, new)  # the other processes' too, for the record
         shown = "; ".join(f"{path} ({reason})" for path, reason in new[:3])
         more = f" and {len(new) - 3} more" if len(new) > 3 else ""
         self._say("warning", f"{len(new)} image(s) could not be decoded and were left out: "
@@ -441,6 +462,8 @@ class TrainingSession:
         self._stop_loader_workers(kill_loader_workers)
         if self._writer is not None:
             self._writer.close()
+        if self._private_failure_log:
+            Path(self._private_failure_log).unlink(missing_ok=True)
         self.dist.shutdown()
 
     def _stop_loader_workers(self, kill: bool = False) -> None:

@@ -1,0 +1,91 @@
+"""Images that failed to decode: the run's log of them, and the limit that stops a run.
+
+A sample that cannot be decoded becomes a zero image labelled -1 (ignored by loss and accuracy)
+and a ``"<path>\\t<reason>"`` line in the failure log, instead of ending a night's run; only
+when more distinct images than ``max_failed_images`` have failed does the run stop
+(``check_failed_images``), naming them. Under torchrun every process keeps a log, and the
+failures of all of them count.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from workbench.core.dataset_scan import DatasetError
+
+# Failed files named in the message that stops a run; the rest are counted.
+NAMED_FAILURES = 5
+
+
+class TooManyFailedImagesError(DatasetError):
+    """More distinct images failed to decode than ``max_failed_images`` allows."""
+
+
+def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int) -> None:
+    """Stop the run when more than ``max_failed_images`` distinct images have failed.
+
+    Raises:
+        TooManyFailedImagesError: naming the setting, the count and the first few files.
+    """
+    if len(failures) <= max_failed_images:
+        return
+    shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:NAMED_FAILURES])
+    more = (f" and {len(failures) - NAMED_FAILURES} more" if len(failures) > NAMED_FAILURES
+            else "")
+    count = f"{len(failures)} image{'s' if len(failures) != 1 else ''}"
+    raise TooManyFailedImagesError(
+        f"max_failed_images: {count} could not be decoded, more than the {max_failed_images} "
+        f"allowed, so the run stopped: {shown}{more}. Fix or remove these files, or raise "
+        "max_failed_images."
+    )
+
+
+def append_failure(failure_log: str, path: str, reason: str) -> None:
+    """Log one failed image. One small append per failure: O_APPEND keeps the lines of
+    several loader processes whole."""
+    try:
+        # surrogateescape: a file name that is not valid UTF-8 still round-trips.
+        with open(failure_log, "a", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(_line(path, reason))
+    except OSError:
+        pass  # the zero image and label -1 already keep the run going
+
+
+def read_failure_log(failure_log: str | None) -> list[tuple[str, str]]:
+    """Parse a failure log into unique ``(path, reason)`` pairs, in the order first seen."""
+    if not failure_log or not os.path.exists(failure_log):
+        return []
+    seen: dict[str, str] = {}
+    with open(failure_log, encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            path, _, reason = line.rstrip("\n").partition("\t")
+            if path and path not in seen:
+                seen[path] = reason
+    return list(seen.items())
+
+
+def record_failures(failure_log: str, failures: list[tuple[str, str]]) -> None:
+    """Append the ``(path, reason)`` pairs the log does not hold yet (another process's)."""
+    known = {path for path, _ in read_failure_log(failure_log)}
+    lines = [_line(path, reason) for path, reason in failures if path not in known]
+    if lines:
+        with open(failure_log, "a", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.writelines(lines)
+
+
+def private_failure_log(rank: int) -> str:
+    """An empty temporary log for a process under torchrun that writes no run folder; the
+    caller deletes it."""
+    handle, path = tempfile.mkstemp(prefix=f"workbench-rank{rank}-",
+                                    suffix="-decode-failures.tsv")
+    os.close(handle)
+    return path
+
+
+def _line(path: str, reason: str) -> str:
+    return f"{_one_line(path)}\t{_one_line(reason)}\n"
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")

@@ -12,12 +12,13 @@ from workbench.gui.run_status_panel import RunStatusPanel
 GIB = 1024**3
 
 
-def run_start(device: str = "cuda:0", precision: str = "mixed bfloat16") -> RunStart:
+def run_start(device: str = "cuda:0", precision: str = "mixed bfloat16",
+              images_on_device: bool = False) -> RunStart:
     return RunStart(
         run_dir="", device=device, device_name="GeForce GTX 1650", memory_total=4 * GIB,
         amp=precision != "float32", class_names=("a", "b"), train_samples=40, val_samples=8,
         epochs=2, start_epoch=0, steps_per_epoch=10, crops_per_sample=5, feature_cache=False,
-        dataset_summary="", precision=precision,
+        dataset_summary="", precision=precision, images_on_device=images_on_device,
     )
 
 
@@ -107,3 +108,18 @@ def test_a_real_run_in_the_window_ends_with_advice_naming_its_settings(qtbot, ti
     # Advice that only the run's own settings can give: workers 0, or the full fine-tune.
     assert "(now 0;" in text or "finetune last_layer" in text, text
     assert "(float32)" in window.status_panel.device_label.text()
+
+
+def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):
+    panel = RunStatusPanel()
+    qtbot.addWidget(panel)
+    panel.diagnosis_interval_s = math.inf
+    panel.set_run_config(TrainConfig(workers=0, cache_images=False, crop_size=28))
+    panel.show_run_start(run_start("cpu", "float32", images_on_device=True))
+    assert panel.device_label.text().endswith(
+        "(float32, images kept on the device, no loader processes)")
+    for number in range(1, 4):
+        panel.show_step(step(1, number, 0.62, 0.38))
+    text = panel.bottleneck_text()
+    assert text.startswith("Input-bound")
+    assert "a smaller crop_size (now 28) or a GPU" in text and "loader workers" not in text

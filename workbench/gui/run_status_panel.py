@@ -101,9 +101,13 @@ class RunStatusPanel(QWidget):
         self._first_step_at = None
         self._steps_done = 0
         self._last_label_update = 0.0
-        cache = ", frozen-backbone features cached" if event.feature_cache else ""
+        notes = [event.precision]
+        if event.images_on_device:
+            notes.append("images kept on the device, no loader processes")
+        if event.feature_cache:
+            notes.append("frozen-backbone features cached")
         self.device_label.setText(
-            f"{event.device} \u2014 {event.device_name} ({event.precision}{cache})")
+            f"{event.device} \u2014 {event.device_name} ({', '.join(notes)})")
         self.sensors_label.setText("n/a")
         self.eta_label.setText("estimating\u2026")
         self.speed_label.setText("\u2014")

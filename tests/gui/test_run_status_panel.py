@@ -105,9 +105,11 @@ def test_a_real_run_in_the_window_ends_with_advice_naming_its_settings(qtbot, ti
 
     text = window.status_panel.bottleneck_text()
     assert text.split(":")[0] in ("Input-bound", "Compute-bound", "Balanced")
-    # Advice that only the run's own settings can give: workers 0, or the full fine-tune.
-    assert "(now 0;" in text or "finetune last_layer" in text, text
-    assert "(float32)" in window.status_panel.device_label.text()
+    # Advice that only the run's own settings can give: the crop size of images kept on the
+    # device, or the full fine-tune.
+    assert "(now " in text or "finetune last_layer" in text, text
+    assert window.status_panel.device_label.text().endswith(
+        "(float32, images kept on the device, no loader processes)")
 
 
 def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):

@@ -24,8 +24,7 @@ def _images(count: int, channels: int, height: int, width: int, seed: int = 0) -
 
 
 def _one(draws: CropDraws, index: int) -> CropDraws:
-    return CropDraws(*(t[index:index + 1] for t in (draws.top, draws.left, draws.height,
-                                                     draws.width, draws.flip)))
+    return draws.part(index, index + 1)
 
 
 @pytest.mark.parametrize(("channels", "height", "width", "size"),
@@ -49,10 +48,11 @@ def test_resized_crops_match_torchvision_within_one_grey_level(channels, height,
 
 
 def test_a_crop_has_the_same_pixels_alone_and_in_a_batch():
-    images = _images(16, 3, 48, 64, seed=2)
-    draws = draw_resized_crops(16, 48, 64, generator=torch.Generator().manual_seed(5))
+    images = _images(40, 3, 48, 64, seed=2)  # more than one resampling chunk
+    draws = draw_resized_crops(40, 48, 64, generator=torch.Generator().manual_seed(5))
     batch = resized_crops(images, draws, 32)
-    for index in range(16):
+    assert tuple(batch.shape) == (40, 3, 32, 32)
+    for index in range(40):
         alone = resized_crops(images[index:index + 1], _one(draws, index), 32)[0]
         assert torch.equal(alone, batch[index])
 

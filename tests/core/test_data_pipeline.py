@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import WeightedRandomSampler
 
 from workbench.core.batch_preparation import BatchPreparer
-from workbench.core.batched_crops import CropDraws, draw_resized_crops
+from workbench.core.batched_crops import draw_resized_crops
 from workbench.core.config import TrainConfig
 from workbench.core.data_pipeline import (
     ImageSampleDataset,
@@ -261,8 +261,7 @@ def test_a_batch_of_same_size_images_is_cropped_in_one_go(tmp_path: Path) -> Non
     torch.manual_seed(7)
     draws = draw_resized_crops(4, 40, 53, flip_probability=0.5)  # 64x48 resized to 53x40
     for index, (crop, label) in enumerate(batch):
-        one = CropDraws(*(t[index:index + 1] for t in (draws.top, draws.left, draws.height,
-                                                        draws.width, draws.flip)))
+        one = draws.part(index, index + 1)
         assert torch.equal(crop, transform.apply(load_image_uint8(good[index], 40), one))
         assert label == 1
 

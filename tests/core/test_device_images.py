@@ -112,8 +112,7 @@ def test_standard_batches_are_the_loader_transform_for_the_same_draws(digits, tm
     per_image = RandomResizedCropFlip(28, 0.5)
     for index in range(8):
         resized = images.train.images[index]
-        one = type(draws)(*(t[index:index + 1] for t in (draws.top, draws.left, draws.height,
-                                                          draws.width, draws.flip)))
+        one = draws.part(index, index + 1)
         assert torch.equal(batch[index], per_image.apply(resized, one))
     assert len({tuple(batch[i].flatten().tolist()) for i in range(8)}) == 8
 

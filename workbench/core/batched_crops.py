@@ -23,6 +23,9 @@ DEFAULT_SCALE = (0.08, 1.0)
 DEFAULT_RATIO = (3.0 / 4.0, 4.0 / 3.0)
 # torchvision tries this many random boxes before it falls back to a central one.
 BOX_ATTEMPTS = 10
+# Images resampled together at most: bounds the float intermediates (a few times the images'
+# size as float32) when large images are cropped on a small GPU.
+RESAMPLE_CHUNK = 32
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class CropDraws:
     height: torch.Tensor
     width: torch.Tensor
     flip: torch.Tensor
+
+    def part(self, start: int, stop: int) -> CropDraws:
+        """The draws of images ``start`` to ``stop - 1``."""
+        return CropDraws(self.top[start:stop], self.left[start:stop], self.height[start:stop],
+                         self.width[start:stop], self.flip[start:stop])
 
     def box(self, index: int) -> tuple[int, int, int, int]:
         """(left, top, width, height) of image ``index``."""
@@ -86,6 +94,11 @@ def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Te
     if images.dtype != torch.uint8 or images.dim() != 4:
         raise TypeError(
             f"expected uint8 images [B,C,H,W], got {images.dtype} {tuple(images.shape)}")
+    if images.shape[0] > RESAMPLE_CHUNK:
+        return torch.cat([
+            resized_crops(images[start:start + RESAMPLE_CHUNK],
+                          draws.part(start, start + RESAMPLE_CHUNK), size)
+            for start in range(0, images.shape[0], RESAMPLE_CHUNK)])
     device = images.device
     if images.shape[0] == 1:
         # One image: work on its box only, with the taps of its box's size computed once per

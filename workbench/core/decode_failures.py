@@ -74,13 +74,50 @@ def record_failures(failure_log: str, failures: list[tuple[str, str]]) -> None:
             handle.writelines(lines)
 
 
-def private_failure_log(rank: int) -> str:
-    """An empty temporary log for a process under torchrun that writes no run folder; the
-    caller deletes it."""
-    handle, path = tempfile.mkstemp(prefix=f"workbench-rank{rank}-",
-                                    suffix="-decode-failures.tsv")
-    os.close(handle)
-    return path
+class FailedImages:
+    """One run's failed images: where they are logged, which were reported, and the limit.
+
+    Args:
+        run_log: the run folder's log; None for a process under torchrun that writes no run
+            folder, which then logs to a private temporary file (deleted by ``close``).
+        rank: the process's rank, for the private file's name.
+        max_failed_images: the run stops past this many distinct failures.
+    """
+
+    def __init__(self, run_log: str | None, rank: int, max_failed_images: int) -> None:
+        self.private = run_log is None
+        if run_log is None:
+            handle, run_log = tempfile.mkstemp(prefix=f"workbench-rank{rank}-",
+                                               suffix="-decode-failures.tsv")
+            os.close(handle)
+        self.log = run_log
+        self.max_failed_images = max_failed_images
+        self._reported: set[str] = set()
+
+    def logged(self) -> list[tuple[str, str]]:
+        """This process's failures so far."""
+        return read_failure_log(self.log)
+
+    def not_yet_reported(self, failures: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The failures not returned before (each is returned once); the run folder's log
+        gets those another process logged."""
+        new = [(path, reason) for path, reason in failures if path not in self._reported]
+        self._reported.update(path for path, _ in new)
+        if new and not self.private:
+            record_failures(self.log, new)
+        return new
+
+    def check(self, failures: list[tuple[str, str]] | None = None) -> None:
+        """``check_failed_images`` of ``failures`` (this process's own when None)."""
+        check_failed_images(self.logged() if failures is None else failures,
+                            self.max_failed_images)
+
+    def close(self) -> None:
+        if self.private:
+            try:
+                os.unlink(self.log)
+            except OSError:
+                pass
 
 
 def _line(path: str, reason: str) -> str:

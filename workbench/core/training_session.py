@@ -27,11 +27,7 @@ from workbench.core.checkpoint_format import (
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
 from workbench.core.data_pipeline import DataPipeline, build_data_pipeline
-from workbench.core.decode_failures import (
-    check_failed_images,
-    private_failure_log,
-    record_failures,
-)
+from workbench.core.decode_failures import FailedImages
 from workbench.core.device_images import DeviceImageSet, crop_seed, load_device_images
 from workbench.core.devices import (
     GpuMonitor,
@@ -104,8 +100,7 @@ class TrainingSession:
         self.started = time.monotonic()
         self.cached_train: CachedFeatures | None = None
         self.cached_val: CachedFeatures | None = None
-        self._failures_reported: set[str] = set()
-        self._private_failure_log = ""
+        self.failed_images: FailedImages | None = None
         self._writer: MetricsWriter | None = None
 
     # ------------------------------------------------------------------ preparation
@@ -123,11 +118,12 @@ class TrainingSession:
             self._say(level, text)
         for warning in self.scan.warnings():
             self._say("warning", warning)
-        self.failure_log = self._open_failure_log()
+        run_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
+        self.failed_images = FailedImages(run_log, self.dist.rank, cfg.max_failed_images)
         if cfg.workers > 0:
             share_batches_by_name()
         self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device,
-                                                          self.failure_log)
+                                                          self.failed_images.log)
         self._build_model_and_optimiser()
         if resume_state is not None:
             self._restore(resume_state)
@@ -141,7 +137,7 @@ class TrainingSession:
             strategy=cfg.crop_strategy, class_weights=self.pipeline.class_weights,
             callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
             max_steps=cfg.max_steps_per_epoch, amp_dtype=self.precision.dtype,
-            on_failed_samples=self._check_failed_images,
+            on_failed_samples=lambda _failed_in_batch: self.failed_images.check(),
         )
         self.use_feature_cache = self._feature_cache_wanted()
         self.device_images = self._keep_images_on_device()
@@ -164,14 +160,6 @@ class TrainingSession:
                               f"(amp_dtype {cfg.amp_dtype}).")
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.precision.grad_scaler)
         self.head = split_backbone_head(self.model)[1]
-
-    def _open_failure_log(self) -> str:
-        """The run folder's log of images that failed to decode; the other processes under
-        torchrun keep a private one, and their failures reach rank 0 at every epoch's end."""
-        if self.run_dir is not None:
-            return str(self.run_dir / DECODE_FAILURES)
-        self._private_failure_log = private_failure_log(self.dist.rank)
-        return self._private_failure_log
 
     def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
         if not self.dist.is_main:
@@ -324,7 +312,7 @@ class TrainingSession:
         self._stop_loader_workers()
         self.config = self.config.replace(batch_size=batch_size)
         self.pipeline = build_data_pipeline(self.config, self.scan, self.device,
-                                            self.failure_log)
+                                            self.failed_images.log)
         self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, self.config.seed)
 
     def _train_epoch(self, epoch: int) -> EpochResult:
@@ -389,7 +377,7 @@ class TrainingSession:
         self.epochs_completed = number
         # Every process's failed images count; gathered before the barrier, so that the
         # barrier stays the last collective of an epoch (and of the run).
-        failures = self.dist.gather_failures(self.pipeline.decode_failures())
+        failures = self.dist.gather_failures(self.failed_images.logged())
         self.dist.barrier()
         self.events.on_epoch_end(EpochEnd(
             epoch=number, epochs=self.config.epochs, train_loss=result.loss,
@@ -418,21 +406,15 @@ class TrainingSession:
     def _report_decode_failures(self, failures: list[tuple[str, str]] | None = None) -> None:
         """Name the images that failed since the last report, and stop the run past
         ``max_failed_images``. ``failures``: every process's, else this process's own."""
-        failures = self.pipeline.decode_failures() if failures is None else failures
-        new = [(path, reason) for path, reason in failures if path not in self._failures_reported]
+        failures = self.failed_images.logged() if failures is None else failures
+        new = self.failed_images.not_yet_reported(failures)
         if not new:
             return
-        self._failures_reported.update(path for path, _ in new)
-        if self.dist.enabled and self.dist.is_main:
-            record_failures(self.failure_log, new)  # the other processes' too, for the record
         shown = "; ".join(f"{path} ({reason})" for path, reason in new[:3])
         more = f" and {len(new) - 3} more" if len(new) > 3 else ""
         self._say("warning", f"{len(new)} image(s) could not be decoded and were left out: "
                              f"{shown}{more}")
-        check_failed_images(failures, self.config.max_failed_images)
-
-    def _check_failed_images(self, _failed_in_batch: int) -> None:
-        check_failed_images(self.pipeline.decode_failures(), self.config.max_failed_images)
+        self.failed_images.check(failures)
 
     def _end(self, status: str) -> RunEnd:
         if status == "cancelled":
@@ -462,8 +444,8 @@ class TrainingSession:
         self._stop_loader_workers(kill_loader_workers)
         if self._writer is not None:
             self._writer.close()
-        if self._private_failure_log:
-            Path(self._private_failure_log).unlink(missing_ok=True)
+        if self.failed_images is not None:
+            self.failed_images.close()
         self.dist.shutdown()
 
     def _stop_loader_workers(self, kill: bool = False) -> None:

@@ -47,9 +47,10 @@ def test_resized_crops_match_torchvision_within_one_grey_level(channels, height,
     assert every.float().mean() < 0.3
 
 
-def test_a_crop_has_the_same_pixels_alone_and_in_a_batch():
-    images = _images(40, 3, 48, 64, seed=2)  # more than one resampling chunk
-    draws = draw_resized_crops(40, 48, 64, generator=torch.Generator().manual_seed(5))
+@pytest.mark.parametrize(("height", "width"), [(48, 64), (96, 128)])  # together; one by one
+def test_a_crop_has_the_same_pixels_alone_and_in_a_batch(height, width):
+    images = _images(40, 3, height, width, seed=2)  # more than one resampling chunk
+    draws = draw_resized_crops(40, height, width, generator=torch.Generator().manual_seed(5))
     batch = resized_crops(images, draws, 32)
     assert tuple(batch.shape) == (40, 3, 32, 32)
     for index in range(40):

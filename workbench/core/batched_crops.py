@@ -26,6 +26,10 @@ BOX_ATTEMPTS = 10
 # Images resampled together at most: bounds the float intermediates (a few times the images'
 # size as float32) when large images are cropped on a small GPU.
 RESAMPLE_CHUNK = 32
+# On the CPU, images of more pixels than this are cheaper one at a time, each cut to its box
+# first (measured: 128x128 takes 12 ms per 32 alone against 23 ms together); smaller ones, and
+# any on a GPU, are cheaper together. The pixels are the same either way.
+CPU_TOGETHER_MAX_PIXELS = 64 * 64
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,11 @@ def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Te
     if images.dtype != torch.uint8 or images.dim() != 4:
         raise TypeError(
             f"expected uint8 images [B,C,H,W], got {images.dtype} {tuple(images.shape)}")
-    if images.shape[0] > RESAMPLE_CHUNK:
+    count, height, width = images.shape[0], images.shape[-2], images.shape[-1]
+    if count > 1 and images.device.type == "cpu" and height * width > CPU_TOGETHER_MAX_PIXELS:
+        return torch.stack([resized_crops(images[index:index + 1], draws.part(index, index + 1),
+                                          size)[0] for index in range(count)])
+    if count > RESAMPLE_CHUNK:
         return torch.cat([
             resized_crops(images[start:start + RESAMPLE_CHUNK],
                           draws.part(start, start + RESAMPLE_CHUNK), size)

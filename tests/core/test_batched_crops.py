@@ -8,6 +8,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
+from workbench.core import batched_crops
 from workbench.core.batched_crops import (
     CropDraws,
     center_crops,
@@ -48,8 +49,9 @@ def test_resized_crops_match_torchvision_within_one_grey_level(channels, height,
 
 
 @pytest.mark.parametrize(("height", "width"), [(48, 64), (96, 128)])  # together; one by one
-def test_a_crop_has_the_same_pixels_alone_and_in_a_batch(height, width):
-    images = _images(40, 3, height, width, seed=2)  # more than one resampling chunk
+def test_a_crop_has_the_same_pixels_alone_and_in_a_batch(height, width, monkeypatch):
+    monkeypatch.setattr(batched_crops, "RESAMPLE_CHUNK_PIXELS", 16 * 48 * 64)  # 3 chunks
+    images = _images(40, 3, height, width, seed=2)
     draws = draw_resized_crops(40, height, width, generator=torch.Generator().manual_seed(5))
     batch = resized_crops(images, draws, 32)
     assert tuple(batch.shape) == (40, 3, 32, 32)

@@ -23,9 +23,9 @@ DEFAULT_SCALE = (0.08, 1.0)
 DEFAULT_RATIO = (3.0 / 4.0, 4.0 / 3.0)
 # torchvision tries this many random boxes before it falls back to a central one.
 BOX_ATTEMPTS = 10
-# Images resampled together at most: bounds the float intermediates (a few times the images'
-# size as float32) when large images are cropped on a small GPU.
-RESAMPLE_CHUNK = 32
+# Source pixels resampled together at most (32 images of 256x256): bounds the float
+# intermediates, a few times that many floats, when large images are cropped on a small GPU.
+RESAMPLE_CHUNK_PIXELS = 32 * 256 * 256
 # On the CPU, images of more pixels than this are cheaper one at a time, each cut to its box
 # first (measured: 128x128 takes 12 ms per 32 alone against 23 ms together); smaller ones, and
 # any on a GPU, are cheaper together. The pixels are the same either way.
@@ -102,11 +102,11 @@ def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Te
     if count > 1 and images.device.type == "cpu" and height * width > CPU_TOGETHER_MAX_PIXELS:
         return torch.stack([resized_crops(images[index:index + 1], draws.part(index, index + 1),
                                           size)[0] for index in range(count)])
-    if count > RESAMPLE_CHUNK:
-        return torch.cat([
-            resized_crops(images[start:start + RESAMPLE_CHUNK],
-                          draws.part(start, start + RESAMPLE_CHUNK), size)
-            for start in range(0, images.shape[0], RESAMPLE_CHUNK)])
+    chunk = max(1, RESAMPLE_CHUNK_PIXELS // (height * width))
+    if count > chunk:
+        return torch.cat([resized_crops(images[start:start + chunk],
+                                        draws.part(start, start + chunk), size)
+                          for start in range(0, count, chunk)])
     device = images.device
     if images.shape[0] == 1:
         # One image: work on its box only, with the taps of its box's size computed once per

@@ -108,13 +108,13 @@ def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Te
                                         draws.part(start, start + chunk), size)
                           for start in range(0, count, chunk)])
     device = images.device
-    if images.shape[0] == 1:
+    if count == 1:
         # One image: work on its box only, with the taps of its box's size computed once per
         # size (the same pixels and weights as in a batch, for far less work).
-        left, top, width, height = draws.box(0)
-        images = images[:, :, top:top + height, left:left + width]
-        rows_index, rows_weight = (t.to(device) for t in _span_taps(height, size))
-        cols_index, cols_weight = (t.to(device) for t in _span_taps(width, size))
+        left, top, box_width, box_height = draws.box(0)
+        images = images[:, :, top:top + box_height, left:left + box_width]
+        rows_index, rows_weight = (t.to(device) for t in _span_taps(box_height, size))
+        cols_index, cols_weight = (t.to(device) for t in _span_taps(box_width, size))
         if bool(draws.flip[0]):
             cols_index, cols_weight = cols_index.flip(1), cols_weight.flip(1)
     else:

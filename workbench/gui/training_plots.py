@@ -229,9 +229,10 @@ class TrainingPlots(QWidget):
         )
         plot.addItem(self.total_memory_line, ignoreBounds=False)
         self.total_memory_line.hide()
-        # Kept inside the plot: a long title would force the plot column wider.
-        self.memory_note = pg.TextItem("CPU run: GPU memory not applicable (process RSS shown)",
-                                       color=AXIS_COLOUR, anchor=(0, 0))
+        # Kept inside the plot (a long title would force the plot column wider), in two short
+        # lines that leave room for the legend in the top-right corner.
+        self.memory_note = pg.TextItem("CPU run: GPU memory not applicable\n"
+                                       "(process RSS shown)", color=AXIS_COLOUR, anchor=(0, 0))
         self.memory_note.setParentItem(plot.getViewBox())
         self.memory_note.setPos(6, 4)
         self.memory_note.hide()

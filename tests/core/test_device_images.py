@@ -157,3 +157,17 @@ def test_an_undecodable_image_is_named_and_left_out(tmp_path):
     end = train(digits_config(data, tmp_path, workers=0, max_failed_images=0), strict)
     assert end.status == "failed"
     assert "max_failed_images" in end.error and "broken.png" in end.error
+
+
+def test_validation_images_of_another_size_keep_both_splits_with_the_loader(tmp_path):
+    data = write_shape_dataset(tmp_path / "data", per_class=6, size=(32, 32),
+                               layout="train_val", val_per_class=2, image_format="PNG")
+    for path in (data / "val").glob("*/*.png"):
+        Image.open(path).resize((48, 32)).save(path)
+    watcher = StepWatcher()
+    end = train(digits_config(data, tmp_path, workers=0), watcher)
+
+    assert end.status == "completed"
+    assert watcher.said("Training images are 32x32 grey and validation images 48x32 grey after "
+                        "resizing, so images are read in the training process.")
+    assert not watcher.start.images_on_device

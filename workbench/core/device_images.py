@@ -121,8 +121,8 @@ def load_device_images(
                    if config.workers else "images are read in the training process")
     estimate = count * channels * config.resize_size ** 2
     if estimate > budget:
-        return None, (f"The {count:,} images would take about {_mib(estimate)} on {device}, "
-                      f"more than the {_mib(budget)} kept there, so {loader_note}.")
+        return None, (f"The {count:,} images would take about {_amount(estimate)} on {device}, "
+                      f"more than the {_amount(budget)} kept there, so {loader_note}.")
     train = _decode_all(train_set, config, budget, control)
     if isinstance(train, str):
         return None, f"{train}, so {loader_note}."
@@ -135,14 +135,15 @@ def load_device_images(
     moved = _to_device(train, val, device)
     if moved is None:
         free_device_memory(device)  # outside the except block: the failed copy is gone
-        return None, f"{device} has no room for the {_mib(estimate)} of images, so {loader_note}."
+        return None, (f"{device} has no room for the {_amount(estimate)} of images, so "
+                      f"{loader_note}.")
     train, val = moved
     images = DeviceImageSet(train, val, config.crop_mode, config.crop_size,
                             0.5 if config.train_hflip else 0.0)
     return images, (
         f"All {len(train):,} training and {len(val):,} validation images are "
         f"{_size(train.images)} after resizing, so they stay on {device} "
-        f"({_mib(images.nbytes)}) and are cropped there a batch at a time, with no loader "
+        f"({_amount(images.nbytes)}) and are cropped there a batch at a time, with no loader "
         "processes.")
 
 
@@ -170,7 +171,7 @@ def _decode_all(
         labels.append(chunk_labels)
         needed = chunk[0].nelement() * len(dataset)
         if needed > budget:
-            return f"The images would take {_mib(needed)}, more than the {_mib(budget)} left"
+            return f"The images would take {_amount(needed)}, more than the {_amount(budget)} left"
     return DeviceImages(torch.cat(images), torch.cat(labels))
 
 
@@ -215,7 +216,8 @@ def _shape_text(shape: torch.Size) -> str:
     return f"{width}x{height}" + (" grey" if channels == 1 else "")
 
 
-def _mib(nbytes: int) -> str:
+def _amount(nbytes: int) -> str:
+    """Bytes as KiB or MiB, for the run log."""
     if nbytes < 2**20:
         return f"{nbytes / 2**10:,.0f} KiB"
     return f"{nbytes / 2**20:,.1f} MiB"

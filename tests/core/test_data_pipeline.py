@@ -19,6 +19,7 @@ from workbench.core.data_pipeline import (
     inverse_frequency_weights,
 )
 from workbench.core.dataset_scan import scan_dataset
+from workbench.core.decode_failures import read_failure_log
 from workbench.core.image_cache import load_image_uint8
 from workbench.core.synthetic_images import draw_shape_image, write_shape_dataset
 from workbench.core.transforms import build_eval_transform, build_train_transform
@@ -92,7 +93,7 @@ def test_pipeline_batches_the_whole_epoch_and_reports_failures(tmp_path: Path) -
         -1 if path == truncated else label for path, label in scan.val
     )
     _all_labels(pipeline.val_loader)  # a second pass logs the failure again; it is listed once
-    failures = pipeline.decode_failures()
+    failures = read_failure_log(pipeline.failure_log)
     assert [path for path, _ in failures] == [truncated]
     assert "cannot decode image" in failures[0][1]
 
@@ -178,7 +179,7 @@ def test_worker_processes_load_batches_and_log_failures(tmp_path: Path) -> None:
     for _ in range(2):  # persistent workers serve the second epoch too
         labels = _all_labels(loader)
         assert len(labels) == len(scan.train)
-    broken = {Path(p).name for p, _ in pipeline.decode_failures()}
+    broken = {Path(p).name for p, _ in read_failure_log(pipeline.failure_log)}
     expected = {Path(p).name for p, _ in scan.train} & {"truncated.jpg", "garbage.png"}
     assert broken == expected and labels.count(-1) == len(expected)
 

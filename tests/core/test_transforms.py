@@ -6,6 +6,7 @@ import pytest
 import torch
 from torchvision.transforms import v2
 
+from workbench.core.batched_crops import multi_crop_boxes
 from workbench.core.config import TrainConfig
 from workbench.core.transforms import (
     IMAGENET_MEAN,
@@ -13,7 +14,6 @@ from workbench.core.transforms import (
     RandomResizedCropFlip,
     build_eval_transform,
     build_train_transform,
-    multi_crop_boxes,
     normalization_for,
     seeded_train_crop,
 )

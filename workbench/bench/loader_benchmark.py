@@ -29,8 +29,7 @@ from workbench.core.batch_preparation import BatchPreparer
 from workbench.core.config import default_workers
 from workbench.core.data_pipeline import ImageSampleDataset
 from workbench.core.synthetic_images import SHAPES, draw_shape_image
-from workbench.core.transforms import IMAGENET_MEAN, IMAGENET_STD, StackCrops
-from workbench.core.transforms import v2 as tv2
+from workbench.core.transforms import IMAGENET_MEAN, IMAGENET_STD, MultiCrop
 
 RESIZE = 512
 CROP = 224
@@ -132,7 +131,7 @@ def run_round(
 ) -> tuple[EpochTimes, EpochTimes]:
     """Time both pipelines once, the workbench one from an empty image cache."""
     naive_set = NaiveFiveCropDataset(samples)
-    transform = tv2.Compose([tv2.FiveCrop(CROP), StackCrops()])
+    transform = MultiCrop(CROP, "five_crop")
     workbench_set = ImageSampleDataset(samples, transform, RESIZE, False, cache_dir)
     # NCHW like the naive batch: the comparison is about the loader, not the layout.
     preparer = BatchPreparer(IMAGENET_MEAN, IMAGENET_STD, "cpu", channels_last=False)
@@ -156,7 +155,7 @@ def run_round(
 def input_difference(samples: list[tuple[str, int]], cache_dir: str) -> float:
     """Mean absolute difference of the two pipelines' model inputs (normalised units)."""
     naive_input = NaiveFiveCropDataset(samples)[0][0]
-    transform = tv2.Compose([tv2.FiveCrop(CROP), StackCrops()])
+    transform = MultiCrop(CROP, "five_crop")
     workbench_set = ImageSampleDataset(samples, transform, RESIZE, False, cache_dir)
     preparer = BatchPreparer(IMAGENET_MEAN, IMAGENET_STD, "cpu", channels_last=False)
     workbench_input, _ = preparer(workbench_set[0][0].unsqueeze(0), torch.tensor([0]))

@@ -32,7 +32,7 @@ from workbench.bench.report import BenchRow, info_row, ratio_row
 from workbench.core.config import TrainConfig
 from workbench.core.devices import resolve_device
 from workbench.core.engine import train
-from workbench.core.events import Callback, EpochEnd, Message, StepStats
+from workbench.core.events import Callback, EpochEnd, RunStart, StepStats
 from workbench.core.models import apply_finetune_mode, build_model
 from workbench.core.multicrop import multicrop_loss
 from workbench.core.optimisers import build_optimizer
@@ -85,10 +85,10 @@ class _Recorder(Callback):
     def __init__(self) -> None:
         self.steps: list[StepStats] = []
         self.epochs: list[EpochEnd] = []
-        self.messages: list[str] = []
+        self.start: RunStart | None = None
 
-    def on_message(self, event: Message) -> None:
-        self.messages.append(event.text)
+    def on_run_start(self, event: RunStart) -> None:
+        self.start = event
 
     def on_step(self, event: StepStats) -> None:
         self.steps.append(event)
@@ -213,7 +213,7 @@ def end_to_end_rows(work: Workload, root: Path, device: str,
     later = [s for s in recorder.steps if s.epoch > 1]
     wait = sum(s.data_wait_s for s in later) / max(1e-9, sum(s.data_wait_s + s.compute_s
                                                                 for s in later))
-    kept = any("are cropped there a batch at a time" in m for m in recorder.messages)
+    kept = recorder.start is not None and recorder.start.images_on_device
     what = f"end-to-end vs model-only, {work.name}"
     if not images_on_device:
         what += ", through loader processes"

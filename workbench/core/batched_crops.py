@@ -141,15 +141,29 @@ def multi_crops(images: torch.Tensor, size: int, mode: str) -> torch.Tensor:
     if mode not in ("five_crop", "ten_crop"):
         raise ValueError(f"crop_mode: '{mode}' is not five_crop or ten_crop")
     height, width = images.shape[-2:]
-    if size > height or size > width:
-        raise ValueError(f"crop {size} does not fit in a {width}x{height} image")
-    bottom, right = height - size, width - size
-    corners = [(0, 0), (0, right), (bottom, 0), (bottom, right),
-               (_centered(height, size), _centered(width, size))]
-    sources = [images, images.flip(-1)] if mode == "ten_crop" else [images]
-    crops = [source[..., top:top + size, left:left + size]
-             for source in sources for top, left in corners]
+    boxes = multi_crop_boxes(width, height, size, mode)
+    crops = [images[..., top:top + h, left:left + w] for left, top, w, h in boxes]
+    crops[5:] = [crop.flip(-1) for crop in crops[5:]]  # ten-crop: the mirrored five
     return torch.stack(crops, dim=1)
+
+
+def multi_crop_boxes(
+    width: int, height: int, crop_size: int, crop_mode: str
+) -> list[tuple[int, int, int, int]]:
+    """(left, top, width, height) of each five/ten crop in image coordinates, in output order.
+
+    The second half of a ten-crop comes from the mirrored image, so its first crop (top-left
+    of the mirror) shows the original's top-right corner.
+    """
+    if crop_size > width or crop_size > height:
+        raise ValueError(f"crop {crop_size} does not fit in a {width}x{height} image")
+    right, bottom = width - crop_size, height - crop_size
+    center = (_centered(width, crop_size), _centered(height, crop_size))
+    corners = [(0, 0), (right, 0), (0, bottom), (right, bottom), center]
+    boxes = [(left, top, crop_size, crop_size) for left, top in corners]
+    if crop_mode == "ten_crop":
+        boxes += [(width - left - crop_size, top, crop_size, crop_size) for left, top in corners]
+    return boxes
 
 
 @functools.lru_cache(maxsize=4096)

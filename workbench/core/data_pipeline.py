@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 
 from workbench.core.dataset_scan import DatasetScan
-from workbench.core.decode_failures import append_failure, read_failure_log
+from workbench.core.decode_failures import append_failure
 from workbench.core.image_cache import ImageDecodeError, default_cache_dir, load_image_uint8
 from workbench.core.multicrop import IGNORE_LABEL
 from workbench.core.transforms import (
@@ -144,10 +144,6 @@ class DataPipeline:
     class_weights: torch.Tensor | None
     sampler: str
     failure_log: str | None
-
-    def decode_failures(self) -> list[tuple[str, str]]:
-        """``(path, reason)`` of every image that failed to decode so far, each path once."""
-        return read_failure_log(self.failure_log)
 
 
 def build_data_pipeline(

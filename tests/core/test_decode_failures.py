@@ -11,6 +11,7 @@ from workbench.core.decode_failures import (
     FailedImages,
     TooManyFailedImagesError,
     append_failure,
+    left_out_message,
     read_failure_log,
 )
 
@@ -43,3 +44,12 @@ def test_a_process_without_a_run_folder_logs_privately_and_cleans_up():
     assert read_failure_log(failed.log) == [("/data/x.jpg", "file not found")]  # not doubled
     failed.close()
     assert not os.path.exists(failed.log)
+
+
+def test_the_left_out_message_names_three_and_counts_the_rest():
+    failures = [(f"/data/{name}.jpg", "file not found") for name in "abcde"]
+    assert left_out_message(failures[:1]) == (
+        "1 image(s) could not be decoded and were left out: /data/a.jpg (file not found)")
+    text = left_out_message(failures)
+    assert text.startswith("5 image(s) could not be decoded and were left out: /data/a.jpg")
+    assert "/data/c.jpg (file not found) and 2 more" in text and "/data/d.jpg" not in text

@@ -120,6 +120,13 @@ class FailedImages:
                 pass
 
 
+def left_out_message(failures: list[tuple[str, str]]) -> str:
+    """The warning that names (up to three of) ``failures`` and says they were left out."""
+    shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:3])
+    more = f" and {len(failures) - 3} more" if len(failures) > 3 else ""
+    return f"{len(failures)} image(s) could not be decoded and were left out: {shown}{more}"
+
+
 def _line(path: str, reason: str) -> str:
     return f"{_one_line(path)}\t{_one_line(reason)}\n"
 

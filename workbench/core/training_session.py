@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from workbench.core.batch_preparation import BatchPreparer
+from workbench.core.batch_sources import BatchSources, EpochBatches
 from workbench.core.checkpoint_format import (
     CheckpointError,
     checkpoint_data,
@@ -27,8 +28,8 @@ from workbench.core.checkpoint_format import (
 from workbench.core.config import TrainConfig
 from workbench.core.control import RunControl
 from workbench.core.data_pipeline import DataPipeline, build_data_pipeline
-from workbench.core.decode_failures import FailedImages
-from workbench.core.device_images import DeviceImageSet, crop_seed, load_device_images
+from workbench.core.decode_failures import FailedImages, left_out_message
+from workbench.core.device_images import DeviceImageSet, load_device_images
 from workbench.core.devices import (
     GpuMonitor,
     device_display_name,
@@ -38,13 +39,7 @@ from workbench.core.devices import (
 )
 from workbench.core.distributed import DistributedContext, set_epoch
 from workbench.core.events import CallbackList, EpochEnd, Message, RunEnd, RunStart
-from workbench.core.feature_cache import (
-    CachedFeatures,
-    epoch_order,
-    extract_features,
-    feature_batches,
-    unshuffled_loader,
-)
+from workbench.core.feature_cache import extract_features
 from workbench.core.models import (
     apply_finetune_mode,
     build_model,
@@ -98,8 +93,6 @@ class TrainingSession:
         self.last_checkpoint_path = ""
         self.ended: RunEnd | None = None
         self.started = time.monotonic()
-        self.cached_train: CachedFeatures | None = None
-        self.cached_val: CachedFeatures | None = None
         self.failed_images: FailedImages | None = None
         self._writer: MetricsWriter | None = None
 
@@ -140,7 +133,7 @@ class TrainingSession:
             on_failed_samples=lambda _failed_in_batch: self.failed_images.check(),
         )
         self.use_feature_cache = self._feature_cache_wanted()
-        self.device_images = self._keep_images_on_device()
+        self.sources = BatchSources(self.device, self._keep_images_on_device())
 
     def _build_model_and_optimiser(self) -> None:
         cfg = self.config
@@ -251,38 +244,33 @@ class TrainingSession:
             val_samples=len(self.scan.val), epochs=cfg.epochs, start_epoch=self.start_epoch,
             steps_per_epoch=steps, crops_per_sample=self.pipeline.crops_per_sample,
             feature_cache=self.use_feature_cache, dataset_summary=self.scan.describe(),
-            precision=self.precision.label, images_on_device=self.device_images is not None,
+            precision=self.precision.label,
+            images_on_device=self.sources.device_images is not None,
         )
 
     def _cache_features(self) -> bool:
         """Compute frozen-backbone features once; False if cancelled meanwhile."""
         backbone = split_backbone_head(self.model)[0]
-        storage = self.device
         started = time.perf_counter()
-        images, batch = self.device_images, self.config.batch_size
-        if self.config.train_transform_is_deterministic:
-            train = (images.train_batches(torch.arange(len(images.train)), batch, seed=0)
-                     if images is not None else unshuffled_loader(self.pipeline.train_loader))
-            self.cached_train = self._extract(backbone, train, storage)
-            if self.cached_train is None:
-                return False
-            self.device_images = None  # every epoch now reads the features instead
-        else:
+        train_too = self.config.train_transform_is_deterministic
+        if not train_too:
             self._say("info", "Standard crops are random every epoch, so only validation "
                               "features are cached; choose five_crop or ten_crop to cache both.")
-        val = images.val_batches(batch) if images is not None else self.pipeline.val_loader
-        self.cached_val = self._extract(backbone, val, storage)
-        if self.cached_val is None:
+
+        def extract(batches: Any) -> Any:
+            return extract_features(backbone, batches, self.preparer,
+                                    self.pipeline.crops_per_sample, self.ctx.autocast,
+                                    self.control, self.device)
+
+        cached = self.sources.cache_features(extract, self.pipeline.train_loader,
+                                             self.pipeline.val_loader, self.config.batch_size,
+                                             train_too)
+        if cached is None:
             return False
-        cached = len(self.cached_val) + (len(self.cached_train) if self.cached_train else 0)
         self._say("info", f"Cached frozen-backbone features of {cached} images "
                           f"({self.pipeline.crops_per_sample} crop(s) each) in "
                           f"{time.perf_counter() - started:.1f} s; epochs now train the head only.")
         return True
-
-    def _extract(self, backbone: nn.Module, loader: Any, storage: str) -> CachedFeatures | None:
-        return extract_features(backbone, loader, self.preparer, self.pipeline.crops_per_sample,
-                                self.ctx.autocast, self.control, storage)
 
     def _train_epoch_within_memory(self, epoch: int) -> EpochResult:
         """Train one epoch; out of device memory, retry it with half the batch if allowed.
@@ -321,39 +309,24 @@ class TrainingSession:
         torch.manual_seed(cfg.seed + epoch)
         set_epoch(self.train_loader, epoch, cfg.seed)
         set_train_mode(self.model, cfg.finetune)
-        if self.cached_train is not None:
-            order = epoch_order(len(self.cached_train), cfg.seed + epoch, self._sample_weights())
-            batches = feature_batches(self.cached_train, cfg.batch_size, self.device, order)
-            steps = math.ceil(len(self.cached_train) / cfg.batch_size)
-            return run_training_steps(self.ctx, batches, steps, self.head, _already_prepared)
-        if self.device_images is not None:
-            images = self.device_images.train
-            order = epoch_order(len(images), cfg.seed + epoch, self._sample_weights())
-            batches = self.device_images.train_batches(order, cfg.batch_size,
-                                                       crop_seed(cfg.seed, epoch))
-            steps = math.ceil(len(images) / cfg.batch_size)
-            return run_training_steps(self.ctx, batches, steps, self.train_model, self.preparer)
-        batches = iter(self.train_loader)
-        return run_training_steps(self.ctx, batches, len(self.train_loader), self.train_model,
-                                  self.preparer)
-
-    def _sample_weights(self) -> torch.Tensor | None:
         weights = getattr(self.pipeline.train_loader.sampler, "weights", None)
-        return weights if isinstance(weights, torch.Tensor) else None
+        source = self.sources.train_epoch(
+            self.train_loader, cfg.seed, epoch, cfg.batch_size,
+            weights if isinstance(weights, torch.Tensor) else None)
+        forward, prepare = self._forward_and_prepare(source, self.train_model)
+        return run_training_steps(self.ctx, source.batches, source.steps, forward, prepare)
 
     def _evaluate(self) -> EvalResult:
         self.model.eval()
-        if self.cached_val is not None:
-            batches = feature_batches(self.cached_val, self.config.batch_size, self.device)
-            forward, prepare = self.head, _already_prepared
-        elif self.device_images is not None:
-            batches = self.device_images.val_batches(self.config.batch_size)
-            forward, prepare = self.model, self.preparer
-        else:
-            batches, forward, prepare = iter(self.pipeline.val_loader), self.model, self.preparer
-        return evaluate_batches(batches, forward, prepare, len(self.scan.class_names),
+        source = self.sources.val_epoch(self.pipeline.val_loader, self.config.batch_size)
+        forward, prepare = self._forward_and_prepare(source, self.model)
+        return evaluate_batches(source.batches, forward, prepare, len(self.scan.class_names),
                                 self.pipeline.crops_per_sample, self.config.crop_strategy,
                                 self.ctx.autocast, self.control)
+
+    def _forward_and_prepare(self, source: EpochBatches, model: nn.Module) -> tuple[Any, Any]:
+        """Cached features go to the head as they are; uint8 images are prepared for ``model``."""
+        return (self.head, _already_prepared) if source.features else (model, self.preparer)
 
     def _finish_epoch(self, epoch: int, result: EpochResult, evaluation: EvalResult) -> None:
         number = epoch + 1
@@ -408,13 +381,9 @@ class TrainingSession:
         ``max_failed_images``. ``failures``: every process's, else this process's own."""
         failures = self.failed_images.logged() if failures is None else failures
         new = self.failed_images.not_yet_reported(failures)
-        if not new:
-            return
-        shown = "; ".join(f"{path} ({reason})" for path, reason in new[:3])
-        more = f" and {len(new) - 3} more" if len(new) > 3 else ""
-        self._say("warning", f"{len(new)} image(s) could not be decoded and were left out: "
-                             f"{shown}{more}")
-        self.failed_images.check(failures)
+        if new:
+            self._say("warning", left_out_message(new))
+            self.failed_images.check(failures)
 
     def _end(self, status: str) -> RunEnd:
         if status == "cancelled":

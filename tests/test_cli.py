@@ -150,3 +150,29 @@ def test_torchrun_two_processes_share_each_epoch(trained_run, tmp_path):
     runs = list((tmp_path / "runs").glob("ddp-*"))
     assert len(runs) == 1  # only rank 0 writes a run folder
     assert (runs[0] / "last.pt").is_file() and (runs[0] / "best_model.pt").is_file()
+
+
+def test_cache_shows_its_size_and_clears_only_cached_images(tmp_path, capsys):
+    from workbench.cli import main
+    from workbench.core.image_cache import load_image_uint8
+
+    data = write_shape_dataset(tmp_path / "data", per_class=2, size=(40, 32))
+    cache = tmp_path / "cache"
+    images = sorted(data.rglob("*.png"))
+    assert len(images) == 8  # 4 classes of 2
+    for path in images:
+        load_image_uint8(str(path), 24, cache_dir=str(cache))
+    (cache / "mine.txt").write_text("kept")
+
+    assert main(["cache", "--cache-dir", str(cache)]) == 0
+    shown = capsys.readouterr().out
+    assert f"image cache: {cache}" in shown and "8 resized image(s)" in shown
+    assert "free on that disk" in shown
+
+    assert main(["cache", "--cache-dir", str(cache), "--clear"]) == 0
+    cleared = capsys.readouterr().out
+    assert "deleted 8 cached image(s)" in cleared and "0 resized image(s), 0 KiB" in cleared
+    assert (cache / "mine.txt").read_text() == "kept"
+
+    assert main(["cache", "--cache-dir", str(cache / "mine.txt")]) == 2
+    assert "is a file, not a cache folder" in capsys.readouterr().err

@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("folder")
     scan.add_argument("--val-fraction", type=float, default=0.2)
 
+    cache = sub.add_parser("cache", help="show where resized images are cached and how much "
+                                         "they take; --clear deletes them")
+    cache.add_argument("--cache-dir", default="",
+                       help="the cache folder (default: the one runs use when cache_dir is empty)")
+    cache.add_argument("--clear", action="store_true", help="delete the cached images")
+
     demo = sub.add_parser("demo", help="train and export on the bundled demo dataset (no network)")
     demo.add_argument("--output-dir", default="runs")
     demo.add_argument("--epochs", type=int, default=None)
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "train": _cmd_train, "export": _cmd_export, "predict": _cmd_predict,
         "devices": _cmd_devices, "scan": _cmd_scan, "demo": _cmd_demo,
-        "find-batch": _cmd_find_batch, "bench": _cmd_bench,
+        "find-batch": _cmd_find_batch, "bench": _cmd_bench, "cache": _cmd_cache,
     }[args.command]
     try:
         return handler(args)
@@ -255,6 +261,32 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     for device in list_devices():
         print(device.label)
     print(describe_device_choice("auto"))
+    return 0
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from workbench.core.image_cache import (
+        FREE_SPACE_RESERVE,
+        cache_usage,
+        clear_cache,
+        default_cache_dir,
+        free_bytes,
+    )
+    from workbench.core.units import byte_amount
+
+    folder = Path(args.cache_dir or default_cache_dir())
+    if folder.exists() and not folder.is_dir():
+        print(f"error: cache-dir: {folder} is a file, not a cache folder", file=sys.stderr)
+        return 2
+    if args.clear:
+        deleted = clear_cache(folder)
+        print(f"deleted {deleted.files:,} cached image(s), {byte_amount(deleted.bytes)}, "
+              f"from {folder}")
+    usage = cache_usage(folder)
+    print(f"image cache: {folder}")
+    print(f"  {usage.files:,} resized image(s), {byte_amount(usage.bytes)}; "
+          f"{byte_amount(free_bytes(folder))} free on that disk (the cache stops writing "
+          f"while less than {byte_amount(FREE_SPACE_RESERVE)} is free)")
     return 0
 
 

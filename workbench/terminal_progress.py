@@ -11,8 +11,7 @@ from typing import TextIO
 from workbench.core.bottleneck import UNKNOWN, BottleneckMonitor
 from workbench.core.config import TrainConfig
 from workbench.core.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
-
-GIB = 1024**3
+from workbench.core.units import GIB
 
 
 def _format_bytes(value: int | None) -> str:

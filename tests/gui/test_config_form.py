@@ -33,7 +33,8 @@ def unusual_config(tmp_path: Path) -> TrainConfig:
         epochs=17, batch_size=12, optimizer="adamw", lr=3.5e-5, momentum=0.85,
         weight_decay=2.5e-3, scheduler="cosine", lr_step_size=4, lr_gamma=0.35,
         imbalance="weighted_sampler", amp=False, channels_last=False, workers=3,
-        pin_memory=False, cache_images=False, cache_features=False, max_steps_per_epoch=9,
+        pin_memory=False, cache_images=False, cache_dir=str(tmp_path / "image-cache"),
+        cache_features=False, max_steps_per_epoch=9,
         seed=1234, deterministic=True, device="cpu", output_dir=str(tmp_path / "out"),
         run_name="trial-7", resume="",
     )
@@ -142,3 +143,13 @@ def test_problems_of_fields_the_form_does_not_show_are_listed_on_top(form):
     form.update_config(data_root="")
     assert form.other_problems_text() == "data_root: choose an image folder"
     assert "data_root: choose an image folder" in form.problems()
+
+
+def test_the_image_cache_folder_is_greyed_out_while_caching_is_off(form, tmp_path):
+    row = form.findChild(FieldRow, "field_cache_dir")
+    assert row.isEnabled()  # cache_images is on by default
+    form.field_widget("cache_images").setChecked(False)
+    assert not row.isEnabled() and form.config().cache_images is False
+    form.field_widget("cache_images").setChecked(True)
+    _set_widget(form, "cache_dir", str(tmp_path / "images"))
+    assert row.isEnabled() and form.config().cache_dir == str(tmp_path / "images")

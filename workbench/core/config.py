@@ -232,6 +232,10 @@ class TrainConfig:
             problems.append(f"device: '{self.device}' is not 'auto', 'cpu', 'cuda' or 'cuda:N'")
         if not self.output_dir:
             problems.append("output_dir: choose where runs are saved")
+        if self.cache_images and self.cache_dir and check_paths \
+                and Path(self.cache_dir).is_file():
+            problems.append(f"cache_dir: '{self.cache_dir}' is a file; choose a folder for "
+                            "the resized images")
         if self.resume and check_paths and not Path(self.resume).is_file():
             problems.append(f"resume: checkpoint '{self.resume}' does not exist")
         return problems

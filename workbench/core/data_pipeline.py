@@ -158,7 +158,7 @@ def build_data_pipeline(
         failure_log: file that collects images that cannot be decoded.
     """
     grayscale = config.in_channels == 1
-    cache_dir = (config.cache_dir or str(default_cache_dir())) if config.cache_images else None
+    cache_dir = image_cache_dir(config)
     train_set = ImageSampleDataset(scan.train, build_train_transform(config),
                                    config.resize_size, grayscale, cache_dir, failure_log)
     val_set = ImageSampleDataset(scan.val, build_eval_transform(config),
@@ -179,6 +179,13 @@ def build_data_pipeline(
     mean, std = normalization_for(config)
     return DataPipeline(train_loader, val_loader, config.crops_per_sample, mean, std,
                         class_weights, sampler_name, failure_log)
+
+
+def image_cache_dir(config: Any) -> str | None:
+    """Where ``config``'s run caches resized images; None when ``cache_images`` is off."""
+    if not config.cache_images:
+        return None
+    return config.cache_dir or str(default_cache_dir())
 
 
 def loader_like(

@@ -23,6 +23,7 @@ from workbench.core.data_pipeline import DataPipeline, ImageSampleDataset
 from workbench.core.devices import memory_total
 from workbench.core.training_faults import free_device_memory
 from workbench.core.transforms import CropTransform, build_eval_transform, build_train_transform
+from workbench.core.units import byte_amount
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -107,8 +108,8 @@ def load_device_images(
                    if config.workers else "images are read in the training process")
     estimate = count * channels * config.resize_size ** 2
     if estimate > budget:
-        return None, (f"The {count:,} images would take about {_amount(estimate)} on {device}, "
-                      f"more than the {_amount(budget)} kept there, so {loader_note}.")
+        return None, (f"The {count:,} images would take about {byte_amount(estimate)} on {device}, "
+                      f"more than the {byte_amount(budget)} kept there, so {loader_note}.")
     train = _decode_all(train_set, config, budget, control)
     if isinstance(train, str):
         return None, f"{train}, so {loader_note}."
@@ -121,7 +122,7 @@ def load_device_images(
     moved = _to_device(train, val, device)
     if moved is None:
         free_device_memory(device)  # outside the except block: the failed copy is gone
-        return None, (f"{device} has no room for the {_amount(estimate)} of images, so "
+        return None, (f"{device} has no room for the {byte_amount(estimate)} of images, so "
                       f"{loader_note}.")
     train, val = moved
     images = DeviceImageSet(train, val, build_train_transform(config),
@@ -129,7 +130,7 @@ def load_device_images(
     return images, (
         f"All {len(train):,} training and {len(val):,} validation images are "
         f"{_size(train.images)} after resizing, so they stay on {device} "
-        f"({_amount(images.nbytes)}) and are cropped there a batch at a time, with no loader "
+        f"({byte_amount(images.nbytes)}) and are cropped there a batch at a time, with no loader "
         "processes.")
 
 
@@ -157,7 +158,8 @@ def _decode_all(
         labels.append(chunk_labels)
         needed = chunk[0].nelement() * len(dataset)
         if needed > budget:
-            return f"The images would take {_amount(needed)}, more than the {_amount(budget)} left"
+            return (f"The images would take {byte_amount(needed)}, more than the "
+                    f"{byte_amount(budget)} left")
     return DeviceImages(torch.cat(images), torch.cat(labels))
 
 
@@ -200,10 +202,3 @@ def _size(images: torch.Tensor) -> str:
 def _shape_text(shape: torch.Size) -> str:
     channels, height, width = shape[-3:]
     return f"{width}x{height}" + (" grey" if channels == 1 else "")
-
-
-def _amount(nbytes: int) -> str:
-    """Bytes as KiB or MiB, for the run log."""
-    if nbytes < 2**20:
-        return f"{nbytes / 2**10:,.0f} KiB"
-    return f"{nbytes / 2**20:,.1f} MiB"

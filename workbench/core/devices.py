@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-GIB = 1024**3
+from workbench.core.units import GIB
 
 
 class DeviceError(RuntimeError):

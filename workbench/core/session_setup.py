@@ -9,7 +9,9 @@ import numpy as np
 import torch
 
 from workbench.core.config import TrainConfig
+from workbench.core.data_pipeline import image_cache_dir
 from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
+from workbench.core.image_cache import cache_messages
 
 
 def scan_for_training(config: TrainConfig) -> DatasetScan:
@@ -32,6 +34,16 @@ def scan_for_training(config: TrainConfig) -> DatasetScan:
         raise DatasetError(f"batch_size: {config.batch_size} is more than the {len(scan.train)} "
                            f"training images in {config.data_root}; lower batch_size")
     return scan
+
+
+def image_cache_messages(config: TrainConfig, scan: DatasetScan) -> list[tuple[str, str]]:
+    """(level, text) lines saying where resized images are cached and whether the cache's disk
+    has room for this dataset; none when ``cache_images`` is off."""
+    cache_dir = image_cache_dir(config)
+    if cache_dir is None:
+        return []
+    return cache_messages(cache_dir, len(scan.train) + len(scan.val), config.resize_size,
+                          config.in_channels)
 
 
 def seed_everything(seed: int, deterministic: bool, device: str) -> None:

@@ -57,6 +57,7 @@ from workbench.core.runs import (
     write_run_config,
 )
 from workbench.core.session_setup import (
+    image_cache_messages,
     scan_for_training,
     seed_everything,
     share_batches_by_name,
@@ -117,6 +118,8 @@ class TrainingSession:
             share_batches_by_name()
         self.pipeline: DataPipeline = build_data_pipeline(cfg, self.scan, self.device,
                                                           self.failed_images.log)
+        for level, text in image_cache_messages(cfg, self.scan):
+            self._say(level, text)
         self._build_model_and_optimiser()
         if resume_state is not None:
             self._restore(resume_state)

@@ -36,7 +36,8 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                       ("Gamma", "lr_gamma"), ("Class imbalance", "imbalance"))),
     ("Data and speed", (("Validation fraction", "val_fraction"), ("Loader workers", "workers"),
                         ("", "amp"), ("AMP precision", "amp_dtype"), ("", "channels_last"),
-                        ("", "pin_memory"), ("", "cache_images"), ("", "cache_features"),
+                        ("", "pin_memory"), ("", "cache_images"),
+                        ("Image cache folder", "cache_dir"), ("", "cache_features"),
                         ("", "images_on_device"),
                         ("Max steps per epoch", "max_steps_per_epoch"))),
     ("Faults", (("Max failed images", "max_failed_images"),
@@ -73,7 +74,8 @@ def _make_bindings() -> dict[str, Binding]:
         ComboBinding("amp_dtype", cfg.AMP_DTYPES),
         CheckBinding("channels_last", "channels_last memory format (CUDA only)"),
         CheckBinding("pin_memory", "Pinned memory for faster copies to the GPU"),
-        CheckBinding("cache_images", "Cache decoded images in memory"),
+        CheckBinding("cache_images", "Cache resized images on disk (decode each file once)"),
+        TextBinding("cache_dir", "empty: the user cache folder", browse=True),
         CheckBinding("cache_features", "Cache frozen-backbone features (last_layer)"),
         CheckBinding("images_on_device",
                      "Keep a small dataset on the device and crop it there in batches"),
@@ -116,6 +118,7 @@ class ConfigForm(QWidget):
             binding.edited.connect(self._on_field_changed)
         self._browse_button("weights_file").clicked.connect(self._on_weights_file_browse)
         self._browse_button("output_dir").clicked.connect(self._on_output_dir_browse)
+        self._browse_button("cache_dir").clicked.connect(self._on_cache_dir_browse)
 
         self.set_config(self._config)
 
@@ -179,6 +182,12 @@ class ConfigForm(QWidget):
         if path:
             self._set_field_from_dialog("output_dir", path)
 
+    def _on_cache_dir_browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Folder for resized images",
+                                                self._config.cache_dir)
+        if path:
+            self._set_field_from_dialog("cache_dir", path)
+
     # ------------------------------------------------------------------ refreshes
     def _update_problems(self) -> None:
         self._problems = self._config.validate()
@@ -200,6 +209,7 @@ class ConfigForm(QWidget):
             "lr_gamma": config.scheduler == "step",
             "momentum": config.optimizer == "sgd",
             "cache_features": config.finetune == "last_layer",
+            "cache_dir": config.cache_images,
         }
         for field, used in relevant.items():
             row = self._rows[field]

@@ -265,7 +265,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from workbench.core.image_cache import (
+    from workbench.core.cache_folder import (
         FREE_SPACE_RESERVE,
         cache_usage,
         clear_cache,

@@ -118,12 +118,12 @@ def test_a_cache_dir_that_is_a_file_is_refused_naming_it(shapes: Path, tmp_path:
 def test_a_nearly_full_disk_gets_no_cache_files_and_the_run_still_trains(
     shapes: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from workbench.core import image_cache
+    from workbench.core import cache_folder
 
     cache = tmp_path / "cache"
     # As if the disk had less free space than the reserve the cache leaves for checkpoints.
-    monkeypatch.setattr(image_cache, "FREE_SPACE_RESERVE",
-                        image_cache.free_bytes(tmp_path) + 2**30)
+    monkeypatch.setattr(cache_folder, "FREE_SPACE_RESERVE",
+                        cache_folder.free_bytes(tmp_path) + 2**30)
     recorder = _Recorder()
     end = train(_config(shapes, tmp_path / "runs", cache_images=True, cache_dir=str(cache),
                         epochs=2), recorder)
@@ -131,5 +131,5 @@ def test_a_nearly_full_disk_gets_no_cache_files_and_the_run_still_trains(
     assert any(m.startswith(f"Resized images are cached in {cache}") for m in recorder.messages)
     assert any(m.startswith("cache_dir: the resized images of this dataset take about")
                for m in recorder.messages)
-    assert image_cache.cache_usage(cache).files == 0
+    assert cache_folder.cache_usage(cache).files == 0
     assert (Path(end.run_dir) / "last.pt").is_file()  # the checkpoint still got written

@@ -14,9 +14,10 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 
+from workbench.core.cache_folder import default_cache_dir
 from workbench.core.dataset_scan import DatasetScan
 from workbench.core.decode_failures import append_failure
-from workbench.core.image_cache import ImageDecodeError, default_cache_dir, load_image_uint8
+from workbench.core.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.multicrop import IGNORE_LABEL
 from workbench.core.transforms import (
     ImageTransform,

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from workbench.core.cache_folder import cache_messages
 from workbench.core.config import TrainConfig
 from workbench.core.data_pipeline import image_cache_dir
 from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
-from workbench.core.image_cache import cache_messages
 
 
 def scan_for_training(config: TrainConfig) -> DatasetScan:

@@ -21,6 +21,7 @@ from workbench.gui.form_fields import (
     IntBinding,
     TextBinding,
 )
+from workbench.gui.image_cache_status import ImageCacheStatus
 
 # (group title, [(label, field), ...]); a binding for every field is made in _make_bindings.
 _LAYOUT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -112,6 +113,7 @@ class ConfigForm(QWidget):
         self._other_problems.setProperty("role", "error")
         self._other_problems.setWordWrap(True)
         self._other_problems.setStyleSheet("color: #c62828;")
+        self.cache_status = ImageCacheStatus(self)
         self._build_layout()
 
         for binding in self._bindings.values():
@@ -137,6 +139,7 @@ class ConfigForm(QWidget):
         self._config = self.config()  # what the widgets can show is what the form edits
         self._update_problems()
         self._update_enabled_fields()
+        self.cache_status.set_folder(self._config.cache_dir)
         self.config_changed.emit(self._config)
 
     def update_config(self, **changes: object) -> None:
@@ -168,6 +171,7 @@ class ConfigForm(QWidget):
         self._config = self._config.replace(**{field: value})
         self._update_problems()
         self._update_enabled_fields()
+        self.cache_status.set_folder(self._config.cache_dir)
         self.config_changed.emit(self._config)
 
     def _on_weights_file_browse(self) -> None:
@@ -228,6 +232,8 @@ class ConfigForm(QWidget):
                 row.setObjectName(f"field_{field}")
                 self._rows[field] = row
                 form.addRow(label, row)
+                if field == "cache_dir":
+                    form.addRow("", self.cache_status)
             layout.addWidget(group)
         layout.addStretch(1)
 

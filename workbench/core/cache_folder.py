@@ -1,0 +1,133 @@
+"""The folder of cached resized images: where it is, what it holds, whether it has room.
+
+No torch here: the window shows and clears the cache without loading it. Writing and reading
+cached images is ``image_cache``'s business; it asks ``has_room`` before every write, so the
+cache never takes the last ``FREE_SPACE_RESERVE`` bytes of its disk (the run's checkpoints need
+room more than the cache does).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.core.units import GIB, byte_amount
+
+# The cache writes nothing that would leave less than this free on its disk.
+FREE_SPACE_RESERVE = 2 * GIB
+# Names the cache writes: <2 hex>/<40 hex>.npy, and the temp files of unfinished writes.
+_CACHE_SUBFOLDER = re.compile(r"[0-9a-f]{2}")
+_CACHE_FILE = re.compile(r"(\.)?[0-9a-f]{40}\.npy(\..*\.tmp)?")
+
+
+def default_cache_dir() -> Path:
+    """Where resized images are cached: ``$WORKBENCH_CACHE_DIR`` or the user's cache folder."""
+    override = os.environ.get("WORKBENCH_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "workbench" / "images"
+
+
+def has_room(folder: str | os.PathLike[str], nbytes: int) -> bool:
+    """Whether ``nbytes`` more still leave ``FREE_SPACE_RESERVE`` free on ``folder``'s disk."""
+    return free_bytes(folder) - nbytes >= FREE_SPACE_RESERVE
+
+
+def free_bytes(folder: str | os.PathLike[str]) -> int:
+    """Free bytes on the disk that holds ``folder`` (or its nearest existing parent)."""
+    path = Path(folder).absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return shutil.disk_usage(path).free
+
+
+@dataclass(frozen=True)
+class CacheUsage:
+    """How many cached images a cache folder holds and how many bytes they take."""
+
+    files: int
+    bytes: int
+
+
+def cache_usage(cache_dir: str | os.PathLike[str]) -> CacheUsage:
+    """The cache's files and bytes (only the files the cache itself writes count)."""
+    files = total = 0
+    for entry in _cache_entries(Path(cache_dir)):
+        try:
+            total += entry.stat().st_size
+            files += 1
+        except OSError:
+            pass  # removed meanwhile by another run
+    return CacheUsage(files, total)
+
+
+def clear_cache(cache_dir: str | os.PathLike[str]) -> CacheUsage:
+    """Delete the cached images in ``cache_dir`` and their emptied subfolders; any other file
+    is left where it is. Returns what was deleted."""
+    files = total = 0
+    for entry in _cache_entries(Path(cache_dir)):
+        try:
+            size = entry.stat().st_size
+            entry.unlink()
+        except OSError:
+            continue
+        files += 1
+        total += size
+    for folder in _cache_subfolders(Path(cache_dir)):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass  # not empty: it holds something that is not ours
+    return CacheUsage(files, total)
+
+
+def estimated_cache_bytes(images: int, resize_size: int, channels: int) -> int:
+    """About how much ``images`` resized photos take in the cache (4:3 assumed)."""
+    return images * channels * resize_size * math.ceil(resize_size * 4 / 3)
+
+
+def cache_messages(cache_dir: str, images: int, resize_size: int,
+                   channels: int) -> list[tuple[str, str]]:
+    """(level, text) lines for the run log: where the cache is and whether it has room for
+    this dataset's ``images``."""
+    free = free_bytes(cache_dir)
+    room = max(0, free - FREE_SPACE_RESERVE)
+    needed = estimated_cache_bytes(images, resize_size, channels)
+    messages = [("info", f"Resized images are cached in {cache_dir} ({byte_amount(free)} free "
+                         f"there); `workbench cache` shows its size and clears it.")]
+    if needed > room:
+        messages.append((
+            "warning",
+            f"cache_dir: the resized images of this dataset take about {byte_amount(needed)}, "
+            f"but {cache_dir} has room for {byte_amount(room)} (the cache leaves "
+            f"{byte_amount(FREE_SPACE_RESERVE)} free for checkpoints). Images past that are "
+            "decoded again every epoch; choose a cache_dir on a larger disk, lower "
+            "resize_size, or clear the cache with `workbench cache --clear`."))
+    return messages
+
+
+def _cache_subfolders(cache_dir: Path) -> list[Path]:
+    try:
+        return [entry for entry in cache_dir.iterdir()
+                if entry.is_dir() and _CACHE_SUBFOLDER.fullmatch(entry.name)]
+    except OSError:
+        return []  # no cache yet, or not readable
+
+
+def _cache_entries(cache_dir: Path) -> Iterator[Path]:
+    for folder in _cache_subfolders(cache_dir):
+        try:
+            names = list(folder.iterdir())
+        except OSError:
+            continue
+        yield from (entry for entry in names
+                    if _CACHE_FILE.fullmatch(entry.name) and entry.is_file())

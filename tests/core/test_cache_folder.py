@@ -77,17 +77,17 @@ def test_cache_messages_say_where_and_warn_when_the_dataset_will_not_fit(
     tmp_path: Path, monkeypatch
 ) -> None:
     cache = str(tmp_path / "cache")  # not created yet: its parent's disk counts
-    messages = cache_messages(cache, images=10, resize_size=64, channels=3)
+    messages = cache_messages(cache, uncached_images=10, resize_size=64, channels=3)
     assert [level for level, _ in messages] == ["info"]
     assert f"Resized images are cached in {cache}" in messages[0][1]
     assert "`workbench cache`" in messages[0][1]
 
     monkeypatch.setattr(cache_folder, "FREE_SPACE_RESERVE", free_bytes(tmp_path) - 2**20)
-    messages = cache_messages(cache, images=10_000, resize_size=512, channels=3)
+    messages = cache_messages(cache, uncached_images=10_000, resize_size=512, channels=3)
     assert [level for level, _ in messages] == ["info", "warning"]
     warning = messages[1][1]
-    assert warning.startswith("cache_dir: the resized images of this dataset take about "
-                              "9.8 GiB")
+    assert warning.startswith("cache_dir: the 10,000 images of this dataset not cached yet "
+                              "take about 9.8 GiB resized")
     assert f"but {cache} has room for 1.0 MiB" in warning
     assert "decoded again every epoch" in warning
 
@@ -98,3 +98,21 @@ def test_cache_messages_say_where_and_warn_when_the_dataset_will_not_fit(
 ])
 def test_byte_amounts(nbytes: int, text: str) -> None:
     assert byte_amount(nbytes) == text
+
+
+def test_the_uncached_share_is_judged_from_images_spread_over_the_dataset(tmp_path: Path):
+    from workbench.core.config import TrainConfig
+    from workbench.core.session_setup import uncached_share
+
+    cache = tmp_path / "cache"
+    paths = [_photo(tmp_path / f"{index}.png", (40, 30), seed=index) for index in range(10)]
+    samples = [(str(path), 0) for path in paths]
+    config = TrainConfig(resize_size=24)
+    for path in paths[::2]:  # every other image cached
+        load_image_uint8(str(path), 24, cache_dir=str(cache))
+    assert uncached_share(samples, config, str(cache)) == 0.5
+    assert uncached_share(samples, config, str(cache), probes=5) == 0.0  # probes 0, 2, 4, 6, 8
+    assert uncached_share(samples[1::2], config, str(cache)) == 1.0
+    assert uncached_share([], config, str(cache)) == 0.0
+    paths[1].unlink()  # gone since the scan: counted as not cached
+    assert uncached_share(samples[1:2], config, str(cache)) == 1.0

@@ -129,7 +129,30 @@ def test_a_nearly_full_disk_gets_no_cache_files_and_the_run_still_trains(
                         epochs=2), recorder)
     assert end.status == "completed", end.error
     assert any(m.startswith(f"Resized images are cached in {cache}") for m in recorder.messages)
-    assert any(m.startswith("cache_dir: the resized images of this dataset take about")
+    assert any(m.startswith("cache_dir: the 14 images of this dataset not cached yet take")
                for m in recorder.messages)
     assert cache_folder.cache_usage(cache).files == 0
     assert (Path(end.run_dir) / "last.pt").is_file()  # the checkpoint still got written
+
+
+def test_a_dataset_already_cached_gets_no_warning_on_a_nearly_full_disk(
+    shapes: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from workbench.core import cache_folder
+    from workbench.core.dataset_scan import scan_dataset
+    from workbench.core.session_setup import uncached_share
+
+    cache = tmp_path / "cache"
+    config = _config(shapes, tmp_path / "runs", cache_images=True, cache_dir=str(cache))
+    samples = scan_dataset(str(shapes)).train + scan_dataset(str(shapes)).val
+    assert uncached_share(samples, config, str(cache)) == 1.0
+    assert train(config, _Recorder()).status == "completed"  # fills the cache
+    assert uncached_share(samples, config, str(cache)) == 0.0
+    assert uncached_share(samples, config.replace(resize_size=30), str(cache)) == 1.0
+
+    monkeypatch.setattr(cache_folder, "FREE_SPACE_RESERVE",
+                        cache_folder.free_bytes(tmp_path) + 2**30)
+    recorder = _Recorder()
+    assert train(config, recorder).status == "completed"
+    assert any(m.startswith(f"Resized images are cached in {cache}") for m in recorder.messages)
+    assert not any(m.startswith("cache_dir:") for m in recorder.messages)

@@ -95,23 +95,24 @@ def estimated_cache_bytes(images: int, resize_size: int, channels: int) -> int:
     return images * channels * resize_size * math.ceil(resize_size * 4 / 3)
 
 
-def cache_messages(cache_dir: str, images: int, resize_size: int,
+def cache_messages(cache_dir: str, uncached_images: int, resize_size: int,
                    channels: int) -> list[tuple[str, str]]:
     """(level, text) lines for the run log: where the cache is and whether it has room for
-    this dataset's ``images``."""
+    the ``uncached_images`` of the dataset that it does not hold yet."""
     free = free_bytes(cache_dir)
     room = max(0, free - FREE_SPACE_RESERVE)
-    needed = estimated_cache_bytes(images, resize_size, channels)
+    needed = estimated_cache_bytes(uncached_images, resize_size, channels)
     messages = [("info", f"Resized images are cached in {cache_dir} ({byte_amount(free)} free "
                          f"there); `workbench cache` shows its size and clears it.")]
     if needed > room:
         messages.append((
             "warning",
-            f"cache_dir: the resized images of this dataset take about {byte_amount(needed)}, "
-            f"but {cache_dir} has room for {byte_amount(room)} (the cache leaves "
-            f"{byte_amount(FREE_SPACE_RESERVE)} free for checkpoints). Images past that are "
-            "decoded again every epoch; choose a cache_dir on a larger disk, lower "
-            "resize_size, or clear the cache with `workbench cache --clear`."))
+            f"cache_dir: the {uncached_images:,} images of this dataset not cached yet take "
+            f"about {byte_amount(needed)} resized, but {cache_dir} has room for "
+            f"{byte_amount(room)} (the cache leaves {byte_amount(FREE_SPACE_RESERVE)} free for "
+            "checkpoints). Images past that are decoded again every epoch; choose a cache_dir "
+            "on a larger disk, lower resize_size, or clear the cache with `workbench cache "
+            "--clear`."))
     return messages
 
 

@@ -12,6 +12,10 @@ from workbench.core.cache_folder import cache_messages
 from workbench.core.config import TrainConfig
 from workbench.core.data_pipeline import image_cache_dir
 from workbench.core.dataset_scan import DatasetError, DatasetScan, scan_dataset
+from workbench.core.image_cache import cache_path
+
+# Images looked up in the cache to judge how much of a dataset it already holds.
+CACHE_PROBES = 64
 
 
 def scan_for_training(config: TrainConfig) -> DatasetScan:
@@ -38,12 +42,31 @@ def scan_for_training(config: TrainConfig) -> DatasetScan:
 
 def image_cache_messages(config: TrainConfig, scan: DatasetScan) -> list[tuple[str, str]]:
     """(level, text) lines saying where resized images are cached and whether the cache's disk
-    has room for this dataset; none when ``cache_images`` is off."""
+    has room for the images not cached yet; none when ``cache_images`` is off."""
     cache_dir = image_cache_dir(config)
     if cache_dir is None:
         return []
-    return cache_messages(cache_dir, len(scan.train) + len(scan.val), config.resize_size,
-                          config.in_channels)
+    samples = scan.train + scan.val
+    uncached = round(len(samples) * uncached_share(samples, config, cache_dir))
+    return cache_messages(cache_dir, uncached, config.resize_size, config.in_channels)
+
+
+def uncached_share(samples: list[tuple[str, int]], config: TrainConfig, cache_dir: str,
+                   probes: int = CACHE_PROBES) -> float:
+    """The share of ``samples`` the cache does not hold yet, judged from up to ``probes`` of
+    them spread over the list (a few file lookups instead of one per image)."""
+    probed = samples[::max(1, len(samples) // probes)][:probes]
+    if not probed:
+        return 0.0
+    missing = 0
+    for path, _ in probed:
+        try:
+            found = cache_path(path, config.resize_size, config.in_channels == 1,
+                               cache_dir).is_file()
+        except OSError:
+            found = False  # gone since the scan: it will be reported when it is read
+        missing += not found
+    return missing / len(probed)
 
 
 def seed_everything(seed: int, deterministic: bool, device: str) -> None:

@@ -1,4 +1,5 @@
-"""The image cache line in the settings: real cached files counted and cleared in the pool."""
+"""The image cache line in the settings: real cached files counted and cleared a subfolder per
+timer tick."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def status(qtbot) -> ImageCacheStatus:
     widget = ImageCacheStatus()
     qtbot.addWidget(widget)
     yield widget
-    assert widget.wait_for_done(10_000)
+    qtbot.waitUntil(lambda: not widget.is_busy(), timeout=10_000)
 
 
 def test_the_line_counts_the_cache_when_shown(qtbot, status, tmp_path):
@@ -41,6 +42,8 @@ def test_the_line_counts_the_cache_when_shown(qtbot, status, tmp_path):
 
     _fill_cache(cache, tmp_path / "more images", 2)  # a run added two more
     status.refresh_button.click()
+    # The walk goes a subfolder per timer tick: the click returns at once.
+    assert status.is_busy() and status.label.text().startswith("Counting the cached images")
     qtbot.waitUntil(lambda: "5 resized image(s)" in status.label.text(), timeout=10_000)
 
 
@@ -53,11 +56,11 @@ def test_clearing_asks_first_and_deletes_only_the_cached_images(qtbot, status, t
     qtbot.waitUntil(status.clear_button.isEnabled, timeout=10_000)
 
     asked = []
-    status.confirm_clear = lambda state: asked.append(state.usage.files) or False
+    status.confirm_clear = lambda usage, folder: asked.append((usage.files, folder)) or False
     status.clear_button.click()
-    assert asked == [4] and len(list(cache.glob("*/*.npy"))) == 4  # declined: all still there
+    assert asked == [(4, cache)] and len(list(cache.glob("*/*.npy"))) == 4  # declined: kept
 
-    status.confirm_clear = lambda state: True
+    status.confirm_clear = lambda usage, folder: True
     status.clear_button.click()
     qtbot.waitUntil(lambda: status.label.text().startswith("Deleted 4 image(s)"),
                     timeout=10_000)
@@ -80,4 +83,4 @@ def test_the_settings_show_the_cache_of_the_folder_typed_in(qtbot, tmp_path):
     qtbot.waitUntil(lambda: "2 resized image(s)" in form.cache_status.label.text(),
                     timeout=10_000)
     assert form.cache_status.folder() == cache
-    assert form.cache_status.wait_for_done(10_000)
+    qtbot.waitUntil(lambda: not form.cache_status.is_busy(), timeout=10_000)

@@ -57,11 +57,34 @@ class CacheUsage:
     files: int
     bytes: int
 
+    def __add__(self, other: CacheUsage) -> CacheUsage:
+        return CacheUsage(self.files + other.files, self.bytes + other.bytes)
+
 
 def cache_usage(cache_dir: str | os.PathLike[str]) -> CacheUsage:
     """The cache's files and bytes (only the files the cache itself writes count)."""
+    return sum((subfolder_usage(f) for f in cache_subfolders(cache_dir)), CacheUsage(0, 0))
+
+
+def clear_cache(cache_dir: str | os.PathLike[str]) -> CacheUsage:
+    """Delete the cached images in ``cache_dir`` and their emptied subfolders; any other file
+    is left where it is. Returns what was deleted."""
+    return sum((clear_subfolder(f) for f in cache_subfolders(cache_dir)), CacheUsage(0, 0))
+
+
+def cache_subfolders(cache_dir: str | os.PathLike[str]) -> list[Path]:
+    """The cache's own subfolders (two hex digits each); [] when there is no cache yet."""
+    try:
+        return [entry for entry in Path(cache_dir).iterdir()
+                if entry.is_dir() and _CACHE_SUBFOLDER.fullmatch(entry.name)]
+    except OSError:
+        return []  # no cache yet, or not readable
+
+
+def subfolder_usage(folder: Path) -> CacheUsage:
+    """The cached images in one cache subfolder, a step small enough for the window's thread."""
     files = total = 0
-    for entry in _cache_entries(Path(cache_dir)):
+    for entry in _cache_files(folder):
         try:
             total += entry.stat().st_size
             files += 1
@@ -70,11 +93,10 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> CacheUsage:
     return CacheUsage(files, total)
 
 
-def clear_cache(cache_dir: str | os.PathLike[str]) -> CacheUsage:
-    """Delete the cached images in ``cache_dir`` and their emptied subfolders; any other file
-    is left where it is. Returns what was deleted."""
+def clear_subfolder(folder: Path) -> CacheUsage:
+    """Delete the cached images in one cache subfolder, and the subfolder once it is empty."""
     files = total = 0
-    for entry in _cache_entries(Path(cache_dir)):
+    for entry in _cache_files(folder):
         try:
             size = entry.stat().st_size
             entry.unlink()
@@ -82,11 +104,10 @@ def clear_cache(cache_dir: str | os.PathLike[str]) -> CacheUsage:
             continue
         files += 1
         total += size
-    for folder in _cache_subfolders(Path(cache_dir)):
-        try:
-            folder.rmdir()
-        except OSError:
-            pass  # not empty: it holds something that is not ours
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty: it holds something that is not ours
     return CacheUsage(files, total)
 
 
@@ -116,19 +137,9 @@ def cache_messages(cache_dir: str, uncached_images: int, resize_size: int,
     return messages
 
 
-def _cache_subfolders(cache_dir: Path) -> list[Path]:
+def _cache_files(folder: Path) -> Iterator[Path]:
     try:
-        return [entry for entry in cache_dir.iterdir()
-                if entry.is_dir() and _CACHE_SUBFOLDER.fullmatch(entry.name)]
+        names = list(folder.iterdir())
     except OSError:
-        return []  # no cache yet, or not readable
-
-
-def _cache_entries(cache_dir: Path) -> Iterator[Path]:
-    for folder in _cache_subfolders(cache_dir):
-        try:
-            names = list(folder.iterdir())
-        except OSError:
-            continue
-        yield from (entry for entry in names
-                    if _CACHE_FILE.fullmatch(entry.name) and entry.is_file())
+        return
+    yield from (entry for entry in names if _CACHE_FILE.fullmatch(entry.name) and entry.is_file())

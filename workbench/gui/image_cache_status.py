@@ -1,51 +1,33 @@
 """One line under the image cache folder: how many resized images it holds, the space they
 take and the space left, with Refresh and Clear buttons.
 
-A cache can hold tens of thousands of files, so counting and deleting run in the thread pool;
-the line says "Counting…" or "Deleting…" meanwhile and the window never waits for the disk.
+A cache can hold tens of thousands of files. They are counted (or deleted) on the GUI thread,
+one cache subfolder per timer tick (about 1/256 of the cache, a millisecond or so), so the
+window keeps answering; the line says "Counting…" or "Deleting…" meanwhile. Not in the thread
+pool: the pool's Python code would let the garbage collector run there and delete widgets off
+the GUI thread.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QThreadPool
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
 from workbench.core.cache_folder import (
     FREE_SPACE_RESERVE,
     CacheUsage,
-    cache_usage,
-    clear_cache,
+    cache_subfolders,
+    clear_subfolder,
     default_cache_dir,
     free_bytes,
+    subfolder_usage,
 )
 from workbench.core.units import byte_amount
-from workbench.gui.pool_tasks import LatestRequestRunner
 
-
-@dataclass(frozen=True)
-class CacheState:
-    """What a pool job found: the folder's cached images, the disk's free bytes, and what a
-    clearing deleted (None when nothing was cleared)."""
-
-    folder: Path
-    usage: CacheUsage
-    free: int
-    deleted: CacheUsage | None = None
-
-
-def measure_cache(folder: Path) -> CacheState:
-    """Pool job: count the cached images in ``folder``."""
-    return CacheState(folder, cache_usage(folder), free_bytes(folder))
-
-
-def clear_and_measure_cache(folder: Path) -> CacheState:
-    """Pool job: delete the cached images in ``folder``, then count what is left."""
-    deleted = clear_cache(folder)
-    return CacheState(folder, cache_usage(folder), free_bytes(folder), deleted)
+_NOTHING = CacheUsage(0, 0)
 
 
 class ImageCacheStatus(QWidget):
@@ -54,10 +36,15 @@ class ImageCacheStatus(QWidget):
     It counts whenever it is shown and whenever its folder changes while shown.
     """
 
-    def __init__(self, parent: QWidget | None = None, pool: QThreadPool | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._folder = ""
-        self._state: CacheState | None = None
+        self._usage: CacheUsage | None = None  # of the last finished count
+        self._walk_folder = Path()
+        self._pending: list[Path] = []
+        self._clearing = False
+        self._found = _NOTHING
+        self._deleted = _NOTHING
         self.label = QLabel("", self)
         self.label.setWordWrap(True)
         self.refresh_button = QPushButton("Refresh", self)
@@ -68,9 +55,9 @@ class ImageCacheStatus(QWidget):
         layout.addWidget(self.label, 1)
         layout.addWidget(self.refresh_button)
         layout.addWidget(self.clear_button)
-        self._runner = LatestRequestRunner(self, pool)
-        self._runner.result_ready.connect(self._show_state)
-        self._runner.failed.connect(self._show_failure)
+        self._timer = QTimer(self)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._step)
         self.refresh_button.clicked.connect(self.refresh)
         self.clear_button.clicked.connect(self._on_clear_clicked)
 
@@ -87,21 +74,20 @@ class ImageCacheStatus(QWidget):
             self.refresh()
 
     def refresh(self) -> None:
-        """Count the cached images again, in the pool."""
-        self._busy(f"Counting the cached images in {self.folder()}\u2026")
-        self._runner.submit(measure_cache, self.folder())
+        """Count the cached images again (a walk the timer finishes)."""
+        self._begin(clearing=False, deleted=_NOTHING)
 
-    def wait_for_done(self, msecs: int = -1) -> bool:
-        """Block until the pool jobs are over (for closing and for tests)."""
-        return self._runner.wait_for_done(msecs)
+    def is_busy(self) -> bool:
+        """True while counting or deleting."""
+        return self._timer.isActive()
 
-    def confirm_clear(self, state: CacheState) -> bool:
+    def confirm_clear(self, usage: CacheUsage, folder: Path) -> bool:
         """Ask before deleting; tests replace this."""
         answer = QMessageBox.question(
             self, "Clear the image cache",
-            f"Delete the {state.usage.files:,} resized image(s) ({byte_amount(state.usage.bytes)})"
-            f" in {state.folder}? Runs decode their images again when they need them; nothing "
-            "else in the folder is touched.",
+            f"Delete the {usage.files:,} resized image(s) ({byte_amount(usage.bytes)}) in "
+            f"{folder}? Runs decode their images again when they need them; nothing else in "
+            "the folder is touched.",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             QMessageBox.StandardButton.No,
         )
@@ -112,29 +98,47 @@ class ImageCacheStatus(QWidget):
         self.refresh()
 
     def _on_clear_clicked(self) -> None:
-        state = self._state
-        if state is None or state.folder != self.folder() or not self.confirm_clear(state):
+        usage = self._usage
+        if usage is None or self.is_busy() or not self.confirm_clear(usage, self.folder()):
             return
-        self._busy(f"Deleting the cached images in {state.folder}\u2026")
-        self._runner.submit(clear_and_measure_cache, state.folder)
+        self._begin(clearing=True, deleted=_NOTHING)
 
-    def _busy(self, text: str) -> None:
-        self.label.setText(text)
+    def _begin(self, clearing: bool, deleted: CacheUsage) -> None:
+        self._walk_folder = self.folder()
+        self._pending = cache_subfolders(self._walk_folder)
+        self._clearing = clearing
+        self._found = _NOTHING
+        self._deleted = deleted
+        verb = "Deleting" if clearing else "Counting"
+        self.label.setText(f"{verb} the cached images in {self._walk_folder}\u2026")
         self.clear_button.setEnabled(False)
+        self._timer.start()
 
-    def _show_state(self, state: CacheState) -> None:
-        self._state = state
-        deleted = ""
-        if state.deleted is not None:
-            deleted = (f"Deleted {state.deleted.files:,} image(s), "
-                       f"{byte_amount(state.deleted.bytes)}. ")
+    def _step(self) -> None:
+        if self._pending:
+            subfolder = self._pending.pop()
+            if self._clearing:
+                self._deleted += clear_subfolder(subfolder)
+            else:
+                self._found += subfolder_usage(subfolder)
+            return
+        self._timer.stop()
+        if self._clearing:  # count what is left, and say what went
+            self._begin(clearing=False, deleted=self._deleted)
+            return
+        self._show(self._found, self._deleted)
+
+    def _show(self, usage: CacheUsage, deleted: CacheUsage) -> None:
+        self._usage = usage
+        said = ""
+        if deleted.files:
+            said = f"Deleted {deleted.files:,} image(s), {byte_amount(deleted.bytes)}. "
+        try:
+            free = f"{byte_amount(free_bytes(self._walk_folder))} free on that disk"
+        except OSError as exc:
+            free = f"free space unknown ({exc.strerror or exc})"
         self.label.setText(
-            f"{deleted}{state.usage.files:,} resized image(s), {byte_amount(state.usage.bytes)};"
-            f" {byte_amount(state.free)} free on that disk (the cache leaves "
-            f"{byte_amount(FREE_SPACE_RESERVE)} free).")
-        self.label.setToolTip(str(state.folder))
-        self.clear_button.setEnabled(state.usage.files > 0)
-
-    def _show_failure(self, message: str) -> None:
-        self._state = None
-        self.label.setText(f"Cannot read the image cache in {self.folder()}: {message}")
+            f"{said}{usage.files:,} resized image(s), {byte_amount(usage.bytes)}; {free} "
+            f"(the cache leaves {byte_amount(FREE_SPACE_RESERVE)} free).")
+        self.label.setToolTip(str(self._walk_folder))
+        self.clear_button.setEnabled(usage.files > 0)

@@ -266,11 +266,10 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 def _cmd_cache(args: argparse.Namespace) -> int:
     from workbench.core.cache_folder import (
-        FREE_SPACE_RESERVE,
         cache_usage,
         clear_cache,
         default_cache_dir,
-        free_bytes,
+        usage_summary,
     )
     from workbench.core.units import byte_amount
 
@@ -282,11 +281,8 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         deleted = clear_cache(folder)
         print(f"deleted {deleted.files:,} cached image(s), {byte_amount(deleted.bytes)}, "
               f"from {folder}")
-    usage = cache_usage(folder)
     print(f"image cache: {folder}")
-    print(f"  {usage.files:,} resized image(s), {byte_amount(usage.bytes)}; "
-          f"{byte_amount(free_bytes(folder))} free on that disk (the cache stops writing "
-          f"while less than {byte_amount(FREE_SPACE_RESERVE)} is free)")
+    print(f"  {usage_summary(cache_usage(folder), folder)}")
     return 0
 
 

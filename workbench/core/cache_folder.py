@@ -111,6 +111,17 @@ def clear_subfolder(folder: Path) -> CacheUsage:
     return CacheUsage(files, total)
 
 
+def usage_summary(usage: CacheUsage, folder: str | os.PathLike[str]) -> str:
+    """'1,234 resized image(s), 1.2 GiB; 60.0 GiB free on that disk (the cache leaves 2.0 GiB
+    free)', as the command line and the settings show it."""
+    try:
+        free = f"{byte_amount(free_bytes(folder))} free on that disk"
+    except OSError as exc:
+        free = f"free space unknown ({exc.strerror or exc})"
+    return (f"{usage.files:,} resized image(s), {byte_amount(usage.bytes)}; {free} "
+            f"(the cache leaves {byte_amount(FREE_SPACE_RESERVE)} free)")
+
+
 def estimated_cache_bytes(images: int, resize_size: int, channels: int) -> int:
     """About how much ``images`` resized photos take in the cache (4:3 assumed)."""
     return images * channels * resize_size * math.ceil(resize_size * 4 / 3)

@@ -137,10 +137,7 @@ class ConfigForm(QWidget):
             binding.set_value(getattr(config, name))
         self._config = config
         self._config = self.config()  # what the widgets can show is what the form edits
-        self._update_problems()
-        self._update_enabled_fields()
-        self.cache_status.set_folder(self._config.cache_dir)
-        self.config_changed.emit(self._config)
+        self._config_updated()
 
     def update_config(self, **changes: object) -> None:
         """Change some fields (e.g. data_root from the dataset panel) and refresh the form."""
@@ -169,10 +166,7 @@ class ConfigForm(QWidget):
         if getattr(self._config, field) == value:
             return
         self._config = self._config.replace(**{field: value})
-        self._update_problems()
-        self._update_enabled_fields()
-        self.cache_status.set_folder(self._config.cache_dir)
-        self.config_changed.emit(self._config)
+        self._config_updated()
 
     def _on_weights_file_browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose a state_dict file",
@@ -193,6 +187,14 @@ class ConfigForm(QWidget):
             self._set_field_from_dialog("cache_dir", path)
 
     # ------------------------------------------------------------------ refreshes
+    def _config_updated(self) -> None:
+        """Everything that follows the config: problems, greyed-out fields, the cache line,
+        and ``config_changed``."""
+        self._update_problems()
+        self._update_enabled_fields()
+        self.cache_status.set_folder(self._config.cache_dir)
+        self.config_changed.emit(self._config)
+
     def _update_problems(self) -> None:
         self._problems = self._config.validate()
         by_field: dict[str, list[str]] = {}

@@ -17,13 +17,12 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
 from workbench.core.cache_folder import (
-    FREE_SPACE_RESERVE,
     CacheUsage,
     cache_subfolders,
     clear_subfolder,
     default_cache_dir,
-    free_bytes,
     subfolder_usage,
+    usage_summary,
 )
 from workbench.core.units import byte_amount
 
@@ -133,12 +132,6 @@ class ImageCacheStatus(QWidget):
         said = ""
         if deleted.files:
             said = f"Deleted {deleted.files:,} image(s), {byte_amount(deleted.bytes)}. "
-        try:
-            free = f"{byte_amount(free_bytes(self._walk_folder))} free on that disk"
-        except OSError as exc:
-            free = f"free space unknown ({exc.strerror or exc})"
-        self.label.setText(
-            f"{said}{usage.files:,} resized image(s), {byte_amount(usage.bytes)}; {free} "
-            f"(the cache leaves {byte_amount(FREE_SPACE_RESERVE)} free).")
+        self.label.setText(f"{said}{usage_summary(usage, self._walk_folder)}.")
         self.label.setToolTip(str(self._walk_folder))
         self.clear_button.setEnabled(usage.files > 0)

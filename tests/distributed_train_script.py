@@ -16,11 +16,11 @@ import json
 import sys
 from pathlib import Path
 
-from workbench.core.config import TrainConfig
-from workbench.core.control import RunControl
-from workbench.core.dataset_scan import DatasetError
-from workbench.core.events import CallbackList
-from workbench.core.training_session import TrainingSession
+from workbench.core.data.dataset_scan import DatasetError
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.control import RunControl
+from workbench.core.runs.events import CallbackList
+from workbench.core.training.session import TrainingSession
 
 
 def weights_digest(session: TrainingSession) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.synthetic_images import write_shape_dataset
 
 
 def run_cli(*args: str, cwd: Path, env_extra: dict | None = None, timeout: int = 240):
@@ -45,10 +45,10 @@ def test_train_with_flags_prints_progress_and_exports(trained_run):
 
 
 def test_the_run_summary_says_what_limited_the_speed(trained_run):
-    from workbench.core.bottleneck import diagnose
-    from workbench.core.config import TrainConfig
-    from workbench.core.events import StepStats
-    from workbench.core.runs import read_metrics
+    from workbench.core.runs.config import TrainConfig
+    from workbench.core.runs.events import StepStats
+    from workbench.core.runs.run_folder import read_metrics
+    from workbench.core.training.bottleneck import diagnose
 
     _, _, run_dir, result = trained_run
     lines = [line for line in result.stderr.splitlines() if line.startswith("bottleneck: ")]
@@ -154,7 +154,7 @@ def test_torchrun_two_processes_share_each_epoch(trained_run, tmp_path):
 
 def test_cache_shows_its_size_and_clears_only_cached_images(tmp_path, capsys):
     from workbench.cli import main
-    from workbench.core.image_cache import load_image_uint8
+    from workbench.core.data.image_cache import load_image_uint8
 
     data = write_shape_dataset(tmp_path / "data", per_class=2, size=(40, 32))
     cache = tmp_path / "cache"

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from workbench.core.checkpoint_format import load_checkpoint
-from workbench.core.config import TrainConfig
-from workbench.core.decode_failures import read_failure_log
-from workbench.core.distributed import DistributedContext
-from workbench.core.engine import train
-from workbench.core.events import EpochEnd, Message, RunStart
-from workbench.core.run_follower import RunFollower
-from workbench.core.runs import DECODE_FAILURES
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.decode_failures import read_failure_log
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.models.checkpoint_format import load_checkpoint
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import EpochEnd, Message, RunStart
+from workbench.core.runs.run_folder import DECODE_FAILURES
+from workbench.core.runs.run_follower import RunFollower
+from workbench.core.training.distributed import DistributedContext
+from workbench.core.training.engine import train
 
 SCRIPT = Path(__file__).with_name("distributed_train_script.py")
 RELATIVE_TOLERANCE = 1e-5

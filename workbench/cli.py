@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from workbench import __version__
-from workbench.core.config import (
+from workbench.core.runs.config import (
     CROP_MODES,
     CROP_STRATEGIES,
     FINETUNE_MODES,
@@ -159,8 +159,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train_and_maybe_export(config: TrainConfig, export: bool) -> int:
-    from workbench.core.devices import describe_device_choice
-    from workbench.core.engine import train
+    from workbench.core.devices.selection import describe_device_choice
+    from workbench.core.training.engine import train
     from workbench.terminal_progress import TerminalProgress
 
     print(describe_device_choice(config.device), file=sys.stderr)
@@ -173,8 +173,8 @@ def _train_and_maybe_export(config: TrainConfig, export: bool) -> int:
 
 
 def _export(model_file: str, output: str) -> int:
-    from workbench.core.checkpoint_format import CheckpointError
-    from workbench.core.export import ExportError, export_model_file
+    from workbench.core.models.checkpoint_format import CheckpointError
+    from workbench.core.models.export import ExportError, export_model_file
 
     try:
         result = export_model_file(model_file, output)
@@ -189,7 +189,7 @@ def _export(model_file: str, output: str) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from workbench.core.runs import BEST_MODEL, EXPORT_FILE
+    from workbench.core.runs.run_folder import BEST_MODEL, EXPORT_FILE
 
     source = Path(args.model)
     if source.is_dir():
@@ -204,8 +204,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from workbench.core.export import ExportError
-    from workbench.core.prediction import predict_images
+    from workbench.core.models.export import ExportError
+    from workbench.core.models.prediction import predict_images
 
     try:
         predictions = predict_images(args.model, args.images, topk=args.topk)
@@ -224,9 +224,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_find_batch(args: argparse.Namespace) -> int:
-    from workbench.core.batch_size_finder import find_batch_size, peak_memory_text
-    from workbench.core.dataset_scan import DatasetError, scan_dataset
-    from workbench.core.devices import DeviceError, resolve_device
+    from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+    from workbench.core.devices.selection import DeviceError, resolve_device
+    from workbench.core.training.batch_size_finder import find_batch_size, peak_memory_text
 
     config = config_from_args(args)
     # The data is not read: only the model, crops, precision and device matter here.
@@ -256,7 +256,7 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from workbench.core.devices import describe_device_choice, list_devices
+    from workbench.core.devices.selection import describe_device_choice, list_devices
 
     for device in list_devices():
         print(device.label)
@@ -265,7 +265,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from workbench.core.cache_folder import (
+    from workbench.core.data.cache_folder import (
         cache_usage,
         clear_cache,
         default_cache_dir,
@@ -287,7 +287,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
-    from workbench.core.dataset_scan import DatasetError, scan_dataset
+    from workbench.core.data.dataset_scan import DatasetError, scan_dataset
 
     try:
         scan = scan_dataset(args.folder, val_fraction=args.val_fraction)
@@ -308,7 +308,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from workbench.core.demo_data import demo_config, ensure_demo_dataset
+    from workbench.core.data.demo_data import demo_config, ensure_demo_dataset
 
     data = ensure_demo_dataset(args.data_dir)
     print(f"demo dataset: {data}", file=sys.stderr)

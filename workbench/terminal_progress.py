@@ -8,9 +8,9 @@ import sys
 import time
 from typing import TextIO
 
-from workbench.core.bottleneck import UNKNOWN, BottleneckMonitor
-from workbench.core.config import TrainConfig
-from workbench.core.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+from workbench.core.training.bottleneck import UNKNOWN, BottleneckMonitor
 from workbench.core.units import GIB
 
 

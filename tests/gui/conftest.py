@@ -15,8 +15,8 @@ import pytest
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThreadPool, QTimer, Slot
 
-from workbench.core.config import TrainConfig
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.runs.config import TrainConfig
 
 THREAD_GRACE_S = 2.0
 POOL_WAIT_MS = 60_000

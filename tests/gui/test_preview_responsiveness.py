@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import workbench.core.five_crop_preview
+import workbench.core.data.five_crop_preview
 from workbench.bench.ui_latency_benchmark import write_large_photo
-from workbench.core.config import TrainConfig
-from workbench.gui.augmentation_preview_panel import AugmentationPreviewPanel
+from workbench.core.runs.config import TrainConfig
+from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 
 TICKS_DURING_DECODE = 3
 
@@ -32,7 +32,7 @@ def test_preview_decodes_in_the_pool_while_the_ui_thread_keeps_ticking(
     qtbot, monkeypatch, large_photo, ui_ticks
 ):
     heartbeat = ui_ticks
-    real_preview = workbench.core.five_crop_preview.five_crop_preview
+    real_preview = workbench.core.data.five_crop_preview.five_crop_preview
     work: list[tuple[int, int]] = []  # (thread, UI ticks seen while this decode was pending)
 
     def preview_after_ui_ticks(*args, **kwargs):
@@ -43,7 +43,7 @@ def test_preview_decodes_in_the_pool_while_the_ui_thread_keeps_ticking(
         work.append((threading.get_ident(), heartbeat.ticks - first))
         return real_preview(*args, **kwargs)
 
-    monkeypatch.setattr(workbench.core.five_crop_preview, "five_crop_preview",
+    monkeypatch.setattr(workbench.core.data.five_crop_preview, "five_crop_preview",
                         preview_after_ui_ticks)
     panel = AugmentationPreviewPanel()
     qtbot.addWidget(panel)

@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import threading
 
-import workbench.core.engine
-from workbench.gui.main_window import MainWindow
+import workbench.core.training.engine
+from workbench.gui.window.main_window import MainWindow
 
 
 def test_training_runs_off_the_ui_thread_and_events_arrive_in_order(
     qtbot, monkeypatch, shapes_dataset, tiny_config, reraise_errors, ui_ticks
 ):
-    real_train = workbench.core.engine.train
+    real_train = workbench.core.training.engine.train
     training_threads: list[int] = []
 
     def recording_train(*args, **kwargs):
         training_threads.append(threading.get_ident())
         return real_train(*args, **kwargs)
 
-    monkeypatch.setattr(workbench.core.engine, "train", recording_train)
+    monkeypatch.setattr(workbench.core.training.engine, "train", recording_train)
     window = MainWindow()
     qtbot.addWidget(window)
     window.ask_before_closing_during_training = False

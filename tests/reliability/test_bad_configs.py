@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.config import TrainConfig
-from workbench.core.engine import train
-from workbench.core.events import Callback
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.training.engine import train
 
 
 class _Recorder(Callback):
@@ -118,7 +118,7 @@ def test_a_cache_dir_that_is_a_file_is_refused_naming_it(shapes: Path, tmp_path:
 def test_a_nearly_full_disk_gets_no_cache_files_and_the_run_still_trains(
     shapes: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from workbench.core import cache_folder
+    from workbench.core.data import cache_folder
 
     cache = tmp_path / "cache"
     # As if the disk had less free space than the reserve the cache leaves for checkpoints.
@@ -138,9 +138,9 @@ def test_a_nearly_full_disk_gets_no_cache_files_and_the_run_still_trains(
 def test_a_dataset_already_cached_gets_no_warning_on_a_nearly_full_disk(
     shapes: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from workbench.core import cache_folder
-    from workbench.core.dataset_scan import scan_dataset
-    from workbench.core.session_setup import uncached_share
+    from workbench.core.data import cache_folder
+    from workbench.core.data.dataset_scan import scan_dataset
+    from workbench.core.training.session_setup import uncached_share
 
     cache = tmp_path / "cache"
     config = _config(shapes, tmp_path / "runs", cache_images=True, cache_dir=str(cache))

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.checkpoint_format import load_checkpoint
-from workbench.core.config import TrainConfig
-from workbench.core.data_pipeline import ImageSampleDataset
-from workbench.core.dataset_scan import DatasetError, scan_dataset
-from workbench.core.decode_failures import read_failure_log
-from workbench.core.engine import train
-from workbench.core.events import Callback
-from workbench.core.image_cache import load_image_uint8
-from workbench.core.multicrop import IGNORE_LABEL
-from workbench.core.runs import DECODE_FAILURES
-from workbench.core.synthetic_images import write_shape_dataset
-from workbench.core.transforms import build_eval_transform
+from workbench.core.data.data_pipeline import ImageSampleDataset
+from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+from workbench.core.data.decode_failures import read_failure_log
+from workbench.core.data.image_cache import load_image_uint8
+from workbench.core.data.multicrop import IGNORE_LABEL
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.transforms import build_eval_transform
+from workbench.core.models.checkpoint_format import load_checkpoint
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.runs.run_folder import DECODE_FAILURES
+from workbench.core.training.engine import train
 
 CLASSES = ("circle", "square")
 

@@ -22,17 +22,17 @@ import pytest
 import torch
 from PIL import Image
 
-from workbench.core import image_decoding
-from workbench.core.config import TrainConfig
-from workbench.core.data_pipeline import ImageSampleDataset
-from workbench.core.dataset_scan import scan_dataset
-from workbench.core.decode_failures import read_failure_log
-from workbench.core.five_crop_preview import five_crop_preview
-from workbench.core.image_cache import ImageDecodeError, load_image_uint8
-from workbench.core.image_decoding import MAX_DECODED_PIXELS, TRANSPARENT_BACKGROUND
-from workbench.core.multicrop import IGNORE_LABEL
-from workbench.core.transforms import build_train_transform
-from workbench.gui.thumbnail_browser import decode_thumbnail
+from workbench.core.data import image_decoding
+from workbench.core.data.data_pipeline import ImageSampleDataset
+from workbench.core.data.dataset_scan import scan_dataset
+from workbench.core.data.decode_failures import read_failure_log
+from workbench.core.data.five_crop_preview import five_crop_preview
+from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
+from workbench.core.data.image_decoding import MAX_DECODED_PIXELS, TRANSPARENT_BACKGROUND
+from workbench.core.data.multicrop import IGNORE_LABEL
+from workbench.core.data.transforms import build_train_transform
+from workbench.core.runs.config import TrainConfig
+from workbench.gui.widgets.thumbnail_browser import decode_thumbnail
 
 # Pillow warns about what these cases are made of (bomb-sized headers, corrupt EXIF); the
 # workbench's answer is the ImageDecodeError or the ignored orientation checked below.

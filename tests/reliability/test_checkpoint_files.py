@@ -19,12 +19,12 @@ import torch
 from torch import nn
 
 import workbench
-from workbench.core.checkpoint_format import CheckpointError, load_model_file
-from workbench.core.config import TrainConfig
-from workbench.core.engine import train
-from workbench.core.events import Callback
-from workbench.core.models import build_model
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.models.building import build_model
+from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.training.engine import train
 
 CLASSES = ("circle", "cross", "square", "triangle")
 

@@ -26,14 +26,14 @@ import torch
 import torchvision
 from torch import nn
 
-from workbench.core.atomic_io import atomic_torch_save
-from workbench.core.checkpoint_format import load_checkpoint
-from workbench.core.config import TrainConfig
-from workbench.core.engine import train
-from workbench.core.events import Callback
-from workbench.core.models import imagenet_weights_path
-from workbench.core.safe_load import load_tensors_file
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.models.building import imagenet_weights_path
+from workbench.core.models.checkpoint_format import load_checkpoint
+from workbench.core.models.safe_load import load_tensors_file
+from workbench.core.runs.atomic_io import atomic_torch_save
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.training.engine import train
 
 KILLS = 20
 

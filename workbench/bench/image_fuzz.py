@@ -22,14 +22,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from workbench.core.config import TrainConfig
-from workbench.core.data_pipeline import ImageSampleDataset
-from workbench.core.dataset_scan import scan_dataset
-from workbench.core.decode_failures import read_failure_log
-from workbench.core.five_crop_preview import five_crop_preview
-from workbench.core.image_cache import ImageDecodeError
-from workbench.core.multicrop import IGNORE_LABEL
-from workbench.core.transforms import build_train_transform
+from workbench.core.data.data_pipeline import ImageSampleDataset
+from workbench.core.data.dataset_scan import scan_dataset
+from workbench.core.data.decode_failures import read_failure_log
+from workbench.core.data.five_crop_preview import five_crop_preview
+from workbench.core.data.image_cache import ImageDecodeError
+from workbench.core.data.multicrop import IGNORE_LABEL
+from workbench.core.data.transforms import build_train_transform
+from workbench.core.runs.config import TrainConfig
 
 SEED_FORMATS = (("JPEG", ".jpg"), ("PNG", ".png"), ("WEBP", ".webp"))
 FUZZ_CONFIG = TrainConfig(resize_size=32, crop_size=28, crop_mode="five_crop")

@@ -130,7 +130,7 @@ def suite_document(result: SuiteResult, command: str, quick: bool, device: str) 
 
 
 def write_json(document: dict, path: Path) -> None:
-    from workbench.core.atomic_io import atomic_write_text
+    from workbench.core.runs.atomic_io import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(document, indent=2) + "\n")

@@ -29,15 +29,15 @@ from pathlib import Path
 import torch
 
 from workbench.bench.report import BenchRow, info_row, ratio_row
-from workbench.core.config import TrainConfig
-from workbench.core.devices import resolve_device
-from workbench.core.engine import train
-from workbench.core.events import Callback, EpochEnd, RunStart, StepStats
-from workbench.core.models import apply_finetune_mode, build_model
-from workbench.core.multicrop import multicrop_loss
-from workbench.core.optimisers import build_optimizer
-from workbench.core.precision import resolve_precision
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.multicrop import multicrop_loss
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.devices.selection import resolve_device
+from workbench.core.models.building import apply_finetune_mode, build_model
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback, EpochEnd, RunStart, StepStats
+from workbench.core.training.engine import train
+from workbench.core.training.optimisers import build_optimizer
+from workbench.core.training.precision import resolve_precision
 
 TARGET_END_TO_END = 0.90
 TARGET_FEATURE_CACHE = 50.0
@@ -281,7 +281,7 @@ def precision_layout_rows(work: Workload, device: str, steps: int = 20) -> list[
 
 def batch_size_rows(work: Workload, device: str) -> list[BenchRow]:
     """CUDA only: what the batch-size finder recommends for ``work`` with AMP."""
-    from workbench.core.batch_size_finder import find_batch_size
+    from workbench.core.training.batch_size_finder import find_batch_size
 
     config = workload_config(work, Path("."), Path("."), device, amp=True)
     result = find_batch_size(config, num_classes=4)

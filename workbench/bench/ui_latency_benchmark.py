@@ -82,9 +82,9 @@ def measure_training(root: Path, epochs: int) -> dict[str, Any]:
     """Heartbeat lateness from the first to the last event of a tiny run in the window."""
     from PySide6.QtWidgets import QApplication
 
-    from workbench.core.config import TrainConfig
-    from workbench.core.synthetic_images import write_shape_dataset
-    from workbench.gui.main_window import MainWindow
+    from workbench.core.data.synthetic_images import write_shape_dataset
+    from workbench.core.runs.config import TrainConfig
+    from workbench.gui.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     data = write_shape_dataset(root / "shapes", per_class=8, size=(40, 32), layout="train_val",
@@ -142,9 +142,9 @@ def measure_preview(root: Path, size: tuple[int, int]) -> dict[str, Any]:
     """Heartbeat lateness while the preview panel shows a large JPEG under three settings."""
     from PySide6.QtWidgets import QApplication
 
-    import workbench.core.five_crop_preview  # noqa: F401 - torch loads before measuring
-    from workbench.core.config import TrainConfig
-    from workbench.gui.augmentation_preview_panel import AugmentationPreviewPanel
+    import workbench.core.data.five_crop_preview  # noqa: F401 - torch loads before measuring
+    from workbench.core.runs.config import TrainConfig
+    from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     photo = write_large_photo(root / "large.jpg", size)

@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 
 from workbench.bench.report import BenchRow, ratio_row
-from workbench.core.config import TrainConfig
-from workbench.core.engine import train
-from workbench.core.events import Callback, StepStats
-from workbench.core.synthetic_images import write_shape_dataset
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback, StepStats
+from workbench.core.training.engine import train
 
 TARGET = 0.97
 
@@ -52,7 +52,7 @@ def through_worker(config: TrainConfig) -> float:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from workbench.gui.training_worker import TrainingController
+    from workbench.gui.workers.training_worker import TrainingController
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     steps: list[StepStats] = []

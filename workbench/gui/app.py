@@ -17,8 +17,8 @@ from pathlib import Path
 from PySide6.QtCore import QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication
 
-from workbench.gui.main_window import MainWindow
 from workbench.gui.resources import app_icon, stylesheet
+from workbench.gui.window.main_window import MainWindow
 
 APP_NAME = "Workbench"
 ORGANIZATION = "Workbench"
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _open_demo(window: MainWindow) -> None:
-    from workbench.core.demo_data import demo_config, ensure_demo_dataset
+    from workbench.core.data.demo_data import demo_config, ensure_demo_dataset
 
     root = ensure_demo_dataset()
     # A desktop launch may start in any folder; keep demo runs where the user will find them.

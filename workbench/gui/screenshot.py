@@ -23,8 +23,8 @@ from PySide6.QtCore import QEventLoop, QSettings, QTimer, SignalInstance
 from PySide6.QtWidgets import QApplication
 
 from workbench.gui.app import create_application
-from workbench.gui.main_window import MainWindow
-from workbench.gui.settings_store import SettingsStore
+from workbench.gui.window.main_window import MainWindow
+from workbench.gui.window.settings_store import SettingsStore
 
 WINDOW_SIZE = (1600, 1000)
 TRAIN_TIMEOUT_S = 600
@@ -69,7 +69,7 @@ def settle(milliseconds: int = 400) -> None:
 
 def prepare_window(workdir: Path) -> MainWindow:
     """A window with throwaway settings, showing the demo dataset and demo config."""
-    from workbench.core.demo_data import demo_config, ensure_demo_dataset
+    from workbench.core.data.demo_data import demo_config, ensure_demo_dataset
 
     settings = QSettings(str(workdir / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings=SettingsStore(settings))

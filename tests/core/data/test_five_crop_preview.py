@@ -1,0 +1,151 @@
+"""The preview shows exactly what the model receives, for every crop mode, without blocking."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+from torchvision.transforms.v2 import functional as F
+
+from workbench.core.data.batch_preparation import BatchPreparer
+from workbench.core.data.five_crop_preview import five_crop_preview
+from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
+from workbench.core.data.synthetic_images import draw_shape_image
+from workbench.core.data.transforms import build_eval_transform, normalization_for
+from workbench.core.runs.config import TrainConfig
+
+
+def _photo(tmp_path: Path, size=(64, 48), name="photo.png") -> Path:
+    path = tmp_path / name
+    draw_shape_image("triangle", size, random.Random(4)).save(path)
+    return path
+
+
+def _config(**changes) -> TrainConfig:
+    return TrainConfig(resize_size=40, crop_size=32, **changes)
+
+
+def _region(resized: np.ndarray, box) -> np.ndarray:
+    left, top, width, height = box
+    return resized[top:top + height, left:left + width]
+
+
+def _assert_close(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.shape == b.shape
+    assert np.abs(a.astype(int) - b.astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("model", ["resnet18", "small_cnn"])
+def test_crops_equal_the_denormalised_batch_the_model_receives(tmp_path: Path, model) -> None:
+    path = _photo(tmp_path)
+    config = _config(crop_mode="five_crop", model=model, weights="none")
+    preview = five_crop_preview(str(path), config)
+
+    grayscale = model == "small_cnn"
+    crops = build_eval_transform(config)(load_image_uint8(str(path), 40, grayscale))
+    mean, std = normalization_for(config)
+    floats, _ = BatchPreparer(mean, std, "cpu", channels_last=True)(
+        crops.unsqueeze(0), torch.tensor([0])
+    )
+    channels = floats.shape[1]
+    pixels = (floats * torch.tensor(std).view(1, channels, 1, 1)
+              + torch.tensor(mean).view(1, channels, 1, 1)) * 255
+    for shown, model_input in zip(preview.val.crops, pixels, strict=True):
+        expected = model_input.round().clamp(0, 255).byte().permute(1, 2, 0)
+        expected = expected.expand(-1, -1, 3).numpy()
+        assert shown.dtype == np.uint8 and shown.shape == (32, 32, 3)
+        _assert_close(shown, expected)
+    if grayscale:
+        assert all(np.array_equal(c[..., 0], c[..., 2]) for c in preview.val.crops)
+
+
+def test_five_crop_boxes_labels_and_regions(tmp_path: Path) -> None:
+    path = _photo(tmp_path)
+    preview = five_crop_preview(str(path), _config(crop_mode="five_crop"))
+    assert preview.path == str(path) and preview.original_size == (64, 48)
+    for view in (preview.train, preview.val):
+        assert view.resized.shape == (40, 53, 3) and view.resized.dtype == np.uint8
+        assert view.labels == ["top-left", "top-right", "bottom-left", "bottom-right", "center"]
+        assert view.boxes == [(0, 0, 32, 32), (21, 0, 32, 32), (0, 8, 32, 32),
+                              (21, 8, 32, 32), (10, 4, 32, 32)]
+        for crop, box in zip(view.crops, view.boxes, strict=True):
+            _assert_close(crop, _region(view.resized, box))
+    for train_crop, val_crop in zip(preview.train.crops, preview.val.crops, strict=True):
+        assert np.array_equal(train_crop, val_crop)
+
+
+def test_ten_crop_flipped_crops_come_from_their_boxes_mirrored(tmp_path: Path) -> None:
+    path = _photo(tmp_path)
+    view = five_crop_preview(str(path), _config(crop_mode="ten_crop")).val
+    assert len(view.crops) == len(view.boxes) == len(view.labels) == 10
+    assert view.labels[5] == "top-right (flipped)" and view.labels[9] == "center (flipped)"
+    for index, (crop, box) in enumerate(zip(view.crops, view.boxes, strict=True)):
+        region = _region(view.resized, box)
+        _assert_close(crop, region[:, ::-1] if index >= 5 else region)
+
+
+def test_standard_mode_shows_the_seeded_random_crop_and_the_center(tmp_path: Path) -> None:
+    path = _photo(tmp_path)
+    config = _config(crop_mode="standard")
+    state = torch.get_rng_state()
+    previews = [five_crop_preview(str(path), config, seed=seed) for seed in range(6)]
+    assert torch.equal(torch.get_rng_state(), state)
+
+    again = five_crop_preview(str(path), config, seed=0)
+    assert again.train.boxes == previews[0].train.boxes
+    assert np.array_equal(again.train.crops[0], previews[0].train.crops[0])
+    assert len({tuple(p.train.boxes[0]) for p in previews}) > 1
+    for preview in previews:
+        assert preview.val.boxes == [(10, 4, 32, 32)] and preview.val.labels == ["center"]
+        (left, top, width, height), = preview.train.boxes
+        label, = preview.train.labels
+        resized = torch.from_numpy(preview.train.resized).permute(2, 0, 1)
+        expected = F.resized_crop(resized, top, left, height, width, [32, 32], antialias=True)
+        if label == "random crop (flipped)":
+            expected = expected.flip(-1)
+        else:
+            assert label == "random crop"
+        _assert_close(preview.train.crops[0], expected.permute(1, 2, 0).numpy())
+
+
+def test_pil_image_input_and_exif_rotated_size(tmp_path: Path) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 8
+    path = tmp_path / "rotated.jpg"
+    draw_shape_image("cross", (64, 48), random.Random(0)).save(path, exif=exif)
+    with Image.open(path) as image:
+        preview = five_crop_preview(image, _config(crop_mode="five_crop"))
+    assert preview.original_size == (48, 64)
+    assert preview.path == str(path)
+    assert preview.val.resized.shape == (53, 40, 3)
+    from_path = five_crop_preview(str(path), _config(crop_mode="five_crop"))
+    assert from_path.original_size == (48, 64)
+    assert np.array_equal(from_path.val.resized, preview.val.resized)
+
+
+def test_large_jpeg_previews_quickly_through_draft_decoding(tmp_path: Path, draft_scales) -> None:
+    path = tmp_path / "large.jpg"
+    image = Image.new("RGB", (6000, 4000), (40, 70, 100))
+    ImageDraw.Draw(image).ellipse((1500, 800, 4500, 3600), fill=(220, 180, 40))
+    image.save(path, quality=90)
+    del image
+    scales = draft_scales
+    started = time.perf_counter()
+    preview = five_crop_preview(str(path), TrainConfig())
+    elapsed = time.perf_counter() - started
+    assert scales == [8]  # decoded at 750x500 instead of 6000x4000
+    assert preview.original_size == (6000, 4000)
+    assert preview.val.resized.shape == (256, 384, 3)
+    assert elapsed < 1.0
+
+
+def test_undecodable_file_raises_decode_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.png"
+    path.write_bytes(b"not a png")
+    with pytest.raises(ImageDecodeError, match="broken.png"):
+        five_crop_preview(str(path), _config())

@@ -1,0 +1,88 @@
+"""TrainConfig: JSON round trip, readable validation messages, clear errors for bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.core.runs.config import ConfigError, TrainConfig
+
+
+def test_json_round_trip_keeps_every_field(tmp_path):
+    config = TrainConfig(data_root=str(tmp_path), model="small_cnn", weights="none", lr=0.05,
+                         crop_mode="ten_crop", amp=False, workers=3, seed=7)
+    path = tmp_path / "run.json"
+    config.save(path)
+    assert TrainConfig.load(path) == config
+    assert TrainConfig.from_json(config.to_json()) == config
+
+
+def test_a_valid_config_has_no_problems(tmp_path):
+    assert TrainConfig(data_root=str(tmp_path)).validate() == []
+
+
+def test_every_problem_is_reported_with_its_field(tmp_path):
+    config = TrainConfig(data_root=str(tmp_path / "missing"), lr=0, batch_size=0, epochs=0,
+                         resize_size=100, crop_size=224, momentum=1.5, weight_decay=-1,
+                         model="vgg", device="gpu", weights="file", val_fraction=1.0)
+    problems = config.validate()
+    for expected in [
+        f"data_root: folder '{tmp_path / 'missing'}' does not exist",
+        "lr: must be greater than 0 (got 0)",
+        "batch_size: must be at least 1 (got 0)",
+        "epochs: must be at least 1",
+        "crop_size: 224 is larger than resize_size 100",
+        "momentum: must be in [0, 1)",
+        "weight_decay: must not be negative",
+        "model: 'vgg' is not one of resnet18, small_cnn",
+        "device: 'gpu' is not",
+        "weights_file: choose a state_dict file",
+        "val_fraction: must be between 0 and 1",
+    ]:
+        assert any(p.startswith(expected) for p in problems), (expected, problems)
+
+
+def test_small_cnn_cannot_use_imagenet_weights(tmp_path):
+    problems = TrainConfig(data_root=str(tmp_path), model="small_cnn").validate()
+    assert problems == ["weights: small_cnn has no ImageNet weights; use 'none' or 'file'"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"learning_rate": 0.1}', "unknown field(s) learning_rate"),
+        ('{"batch_size": "32"}', "field 'batch_size' must be a whole number"),
+        ('{"amp": 1}', "field 'amp' must be true or false"),
+    ],
+)
+def test_bad_config_files_name_the_file_and_the_problem(tmp_path, text, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        TrainConfig.load(path)
+    assert str(path) in str(info.value) and expected in str(info.value)
+
+
+def test_a_run_folders_config_json_loads_as_its_config(tmp_path):
+    config = TrainConfig(data_root="x", lr=0.3)
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"config": config.to_dict(), "environment": {"torch": "2"}, "dataset": {}}))
+    assert TrainConfig.load(tmp_path) == config
+    assert TrainConfig.load(tmp_path / "config.json") == config
+
+
+def test_missing_config_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nope.json: cannot read config"):
+        TrainConfig.load(tmp_path / "nope.json")
+
+
+def test_derived_values():
+    assert TrainConfig(crop_mode="five_crop").crops_per_sample == 5
+    assert TrainConfig(crop_mode="ten_crop").crops_per_sample == 10
+    assert TrainConfig(crop_mode="standard").crops_per_sample == 1
+    assert TrainConfig(model="small_cnn").in_channels == 1
+    assert TrainConfig(crop_mode="five_crop").train_transform_is_deterministic
+    assert not TrainConfig(crop_mode="standard").train_transform_is_deterministic

@@ -1,0 +1,127 @@
+"""Classifying a run as input-bound or compute-bound from its step events."""
+
+from __future__ import annotations
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import StepStats
+from workbench.core.training.bottleneck import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    UNKNOWN,
+    BottleneckMonitor,
+    diagnose,
+)
+
+GIB = 1024**3
+
+
+def step(epoch: int, number: int, wait: float, compute: float, peak: int | None = None,
+         total: int | None = None, speed: float = 100.0) -> StepStats:
+    return StepStats(
+        epoch=epoch, step=number, steps_in_epoch=20, global_step=number, loss=1.0,
+        loss_smoothed=1.0, accuracy=0.5, accuracy_smoothed=0.5, lr=0.01,
+        images_per_second=speed, data_wait_s=wait, compute_s=compute,
+        memory_allocated=peak, memory_reserved=peak, memory_peak=peak, memory_total=total,
+        process_rss=None,
+    )
+
+
+def epoch_of(wait: float, compute: float, epoch: int = 1, steps: int = 10,
+             **kwargs: object) -> list[StepStats]:
+    return [step(epoch, n, wait, compute, **kwargs) for n in range(1, steps + 1)]
+
+
+def test_a_run_waiting_most_of_the_time_for_data_is_input_bound_with_advice_naming_settings():
+    config = TrainConfig(workers=2, cache_images=False, resize_size=512, crop_size=224)
+    diagnosis = diagnose(epoch_of(0.62, 0.38), config, device="cuda:0", cpu_count=8)
+
+    assert diagnosis.kind == INPUT_BOUND
+    assert abs(diagnosis.data_wait_share - 0.62) < 1e-9
+    assert diagnosis.steps == 8  # two warm-up steps left out
+    assert diagnosis.sentence.startswith("Input-bound: the GPU waits 62% of the time for data.")
+    assert "more loader workers (now 2; this machine has 8 CPUs)" in diagnosis.advice
+    assert any("cache_images" in a for a in diagnosis.advice)
+    assert any("resize_size (now 512" in a for a in diagnosis.advice)
+
+
+def test_advice_leaves_out_what_is_already_done():
+    config = TrainConfig(workers=7, cache_images=True, resize_size=256, crop_size=224,
+                         finetune="last_layer", cache_features=True)
+    diagnosis = diagnose(epoch_of(0.5, 0.5), config, device="cuda:0", cpu_count=8)
+    assert diagnosis.kind == INPUT_BOUND
+    assert diagnosis.advice == ("a faster disk or smaller image files: every setting that helps "
+                                "loading is already on",)
+
+    config = config.replace(cache_features=False)
+    diagnosis = diagnose(epoch_of(0.5, 0.5), config, device="cuda:0", cpu_count=8)
+    assert any("cache_features" in a for a in diagnosis.advice)
+
+
+def test_images_kept_on_the_device_get_no_loader_advice():
+    config = TrainConfig(workers=1, cache_images=False, crop_size=28, resize_size=32)
+    diagnosis = diagnose(epoch_of(0.6, 0.4), config, device="cpu", cpu_count=8,
+                         images_on_device=True)
+    assert diagnosis.kind == INPUT_BOUND
+    assert diagnosis.advice == ("a smaller crop_size (now 28) or a GPU: the images already "
+                                "stay on the device and are cropped there",)
+
+
+def test_warm_up_steps_of_every_epoch_are_ignored():
+    # Each epoch starts with two slow fetches (workers starting); the rest is compute.
+    steps = []
+    for epoch in (1, 2):
+        steps += [step(epoch, 1, 5.0, 0.1), step(epoch, 2, 5.0, 0.1)]
+        steps += [step(epoch, n, 0.01, 0.2) for n in range(3, 11)]
+    diagnosis = diagnose(steps, TrainConfig(), device="cpu")
+    assert diagnosis.kind == COMPUTE_BOUND
+    assert diagnosis.steps == 16
+    assert diagnosis.data_wait_share < 0.05
+
+
+def test_a_short_epoch_made_only_of_warm_up_steps_is_still_judged():
+    diagnosis = diagnose([step(1, 1, 0.9, 0.1), step(1, 2, 0.9, 0.1)], None, device="cpu")
+    assert diagnosis.kind == INPUT_BOUND and diagnosis.steps == 2
+
+
+def test_compute_bound_gpu_with_memory_left_suggests_a_larger_batch():
+    config = TrainConfig(batch_size=4, amp=False)
+    steps = epoch_of(0.01, 0.99, peak=1 * GIB, total=4 * GIB, speed=340.0)
+    diagnosis = diagnose(steps, config, device="cuda:0")
+    assert diagnosis.kind == COMPUTE_BOUND
+    assert diagnosis.advice[0].startswith("a larger batch (now 4): the GPU uses 25% of its memory")
+    assert "mixed precision (amp)" in diagnosis.advice
+    assert "340 images/s" in diagnosis.sentence
+
+    full = epoch_of(0.01, 0.99, peak=3.5 * GIB, total=4 * GIB)
+    assert not any("larger batch" in a for a in diagnose(full, config, "cuda:0").advice)
+
+
+def test_compute_bound_on_the_cpu_points_at_a_gpu():
+    diagnosis = diagnose(epoch_of(0.0, 0.3), TrainConfig(finetune="full"), device="cpu")
+    assert diagnosis.kind == COMPUTE_BOUND
+    assert diagnosis.sentence.startswith("Compute-bound: the CPU computes 100% of the time")
+    assert any("CUDA GPU" in a for a in diagnosis.advice)
+    assert any("last_layer" in a for a in diagnosis.advice)
+
+
+def test_between_the_thresholds_is_balanced_and_no_steps_is_unknown():
+    diagnosis = diagnose(epoch_of(0.2, 0.8), TrainConfig(workers=0), device="cpu", cpu_count=4)
+    assert diagnosis.kind == BALANCED
+    assert diagnosis.sentence.startswith("Balanced: the CPU waits 20% of the time for data.")
+    assert diagnosis.advice == ("more loader workers (now 0; this machine has 4 CPUs)",)
+
+    empty = diagnose([], TrainConfig())
+    assert empty.kind == UNKNOWN and "Not enough steps" in empty.sentence
+
+
+def test_the_monitor_judges_the_recent_window():
+    monitor = BottleneckMonitor(TrainConfig(workers=0), window=8)
+    for event in epoch_of(0.9, 0.1, epoch=1):
+        monitor.add(event)
+    assert monitor.diagnosis().kind == INPUT_BOUND
+    for event in epoch_of(0.0, 0.5, epoch=2):
+        monitor.add(event)
+    assert monitor.diagnosis().kind == COMPUTE_BOUND  # the window holds epoch 2's steps only
+    monitor.clear()
+    assert monitor.diagnosis().kind == UNKNOWN

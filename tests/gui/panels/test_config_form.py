@@ -1,0 +1,155 @@
+"""ConfigForm: a config survives the round trip through the widgets, and every problem that
+``TrainConfig.validate()`` reports is shown next to its own field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLineEdit
+
+from workbench.core.runs.config import TrainConfig
+from workbench.gui.panels.config_form import ConfigForm
+from workbench.gui.widgets.form_fields import FieldRow
+
+
+@pytest.fixture
+def form(qtbot, tmp_path: Path) -> ConfigForm:
+    widget = ConfigForm(TrainConfig(data_root=str(tmp_path), output_dir=str(tmp_path / "runs")))
+    qtbot.addWidget(widget)
+    widget.show()
+    return widget
+
+
+def unusual_config(tmp_path: Path) -> TrainConfig:
+    """A config that differs from the defaults in every field the form shows."""
+    weights = tmp_path / "weights.pt"
+    weights.write_bytes(b"not really weights")
+    return TrainConfig(
+        data_root=str(tmp_path), val_fraction=0.35, model="small_cnn", weights="file",
+        weights_file=str(weights), finetune="full", crop_mode="ten_crop",
+        crop_strategy="repeat_labels", resize_size=300, crop_size=250, train_hflip=False,
+        epochs=17, batch_size=12, optimizer="adamw", lr=3.5e-5, momentum=0.85,
+        weight_decay=2.5e-3, scheduler="cosine", lr_step_size=4, lr_gamma=0.35,
+        imbalance="weighted_sampler", amp=False, channels_last=False, workers=3,
+        pin_memory=False, cache_images=False, cache_dir=str(tmp_path / "image-cache"),
+        cache_features=False, max_steps_per_epoch=9,
+        seed=1234, deterministic=True, device="cpu", output_dir=str(tmp_path / "out"),
+        run_name="trial-7", resume="",
+    )
+
+
+def test_config_round_trips_through_the_widgets(qtbot, form, tmp_path):
+    config = unusual_config(tmp_path)
+    assert config != TrainConfig()
+    with qtbot.waitSignal(form.config_changed) as blocker:
+        form.set_config(config)
+
+    assert blocker.args == [config]
+    # A fresh form reads the values back from its widgets, not from a stored copy.
+    fresh = ConfigForm()
+    qtbot.addWidget(fresh)
+    fresh.set_config(config)
+    assert fresh.config() == config
+    assert form.config() == config
+    assert form.problems() == []
+    assert TrainConfig.from_json(form.config().to_json()) == config
+
+
+def test_editing_a_widget_updates_the_config_and_emits_it(qtbot, form):
+    spin = form.field_widget("epochs")
+    with qtbot.waitSignal(form.config_changed) as blocker:
+        spin.setValue(42)
+    assert blocker.args[0].epochs == 42
+    assert form.config().epochs == 42
+
+
+def _set_widget(form: ConfigForm, field: str, value: object) -> None:
+    """Change ``field`` the way a user does: through its widget's own setter."""
+    widget = form.field_widget(field)
+    if hasattr(widget, "setValue"):
+        widget.setValue(value)
+    elif hasattr(widget, "setCurrentText"):
+        widget.setCurrentText(str(value))
+    else:  # a text field, possibly with a browse button
+        widget.findChild(QLineEdit).setText(str(value))
+
+
+INVALID_FIELDS = [
+    ("lr", 0.0),
+    ("momentum", 1.0),
+    ("weight_decay", -0.1),
+    ("epochs", 0),
+    ("batch_size", 0),
+    ("resize_size", 4),
+    ("crop_size", 400),
+    ("lr_step_size", 0),
+    ("lr_gamma", 0.0),
+    ("workers", -1),
+    ("seed", -5),
+    ("val_fraction", 1.0),
+    ("max_steps_per_epoch", -1),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), INVALID_FIELDS)
+def test_each_invalid_field_shows_the_engine_message_next_to_it(form, field, value):
+    _set_widget(form, field, value)
+
+    expected = [p for p in form.config().validate() if p.startswith(f"{field}:")]
+    assert len(expected) == 1, form.config().validate()
+    assert getattr(form.config(), field) == value
+    assert form.field_problem_text(field) == expected[0]
+    assert expected[0] in form.problems()
+    row = form.findChild(FieldRow, f"field_{field}")
+    assert row is not None and row.error_label.isVisible() and row.isEnabled()
+    problems = form.config().validate()
+    for other, _ in INVALID_FIELDS:  # every other field shows exactly its own messages
+        own = [p for p in problems if p.startswith(f"{other}:")]
+        assert form.field_problem_text(other) == "\n".join(own)
+
+
+def test_problem_clears_when_the_value_is_fixed(form):
+    _set_widget(form, "lr", 0.0)
+    assert form.field_problem_text("lr").startswith("lr: must be greater than 0")
+    _set_widget(form, "lr", 0.01)
+    assert form.field_problem_text("lr") == ""
+    assert form.problems() == []
+
+
+def test_zero_can_be_typed_into_the_learning_rate(qtbot, form):
+    spin = form.field_widget("lr")
+    spin.setFocus()
+    spin.selectAll()
+    qtbot.keyClicks(spin, "0")
+    qtbot.keyClick(spin, Qt.Key.Key_Tab)
+    assert form.config().lr == 0.0
+    assert form.field_problem_text("lr") == "lr: must be greater than 0 (got 0.0)"
+
+
+def test_text_and_choice_problems_are_shown_at_their_fields(form, tmp_path):
+    form.update_config(model="small_cnn", weights="imagenet", output_dir="")
+    assert form.field_problem_text("weights").startswith("weights: small_cnn has no ImageNet")
+    assert form.field_problem_text("output_dir") == "output_dir: choose where runs are saved"
+
+    missing = tmp_path / "missing.pt"
+    form.update_config(weights="file", weights_file=str(missing))
+    assert form.field_problem_text("weights_file") == (
+        f"weights_file: file '{missing}' does not exist")
+
+
+def test_problems_of_fields_the_form_does_not_show_are_listed_on_top(form):
+    form.update_config(data_root="")
+    assert form.other_problems_text() == "data_root: choose an image folder"
+    assert "data_root: choose an image folder" in form.problems()
+
+
+def test_the_image_cache_folder_is_greyed_out_while_caching_is_off(form, tmp_path):
+    row = form.findChild(FieldRow, "field_cache_dir")
+    assert row.isEnabled()  # cache_images is on by default
+    form.field_widget("cache_images").setChecked(False)
+    assert not row.isEnabled() and form.config().cache_images is False
+    form.field_widget("cache_images").setChecked(True)
+    _set_widget(form, "cache_dir", str(tmp_path / "images"))
+    assert row.isEnabled() and form.config().cache_dir == str(tmp_path / "images")

@@ -1,0 +1,127 @@
+"""The run status panel: the device and precision in use, and the bottleneck line."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
+from workbench.gui.panels.run_status_panel import RunStatusPanel
+
+GIB = 1024**3
+
+
+def run_start(device: str = "cuda:0", precision: str = "mixed bfloat16",
+              images_on_device: bool = False) -> RunStart:
+    return RunStart(
+        run_dir="", device=device, device_name="GeForce GTX 1650", memory_total=4 * GIB,
+        amp=precision != "float32", class_names=("a", "b"), train_samples=40, val_samples=8,
+        epochs=2, start_epoch=0, steps_per_epoch=10, crops_per_sample=5, feature_cache=False,
+        dataset_summary="", precision=precision, images_on_device=images_on_device,
+    )
+
+
+def step(epoch: int, number: int, wait: float, compute: float) -> StepStats:
+    return StepStats(
+        epoch=epoch, step=number, steps_in_epoch=10, global_step=10 * (epoch - 1) + number,
+        loss=1.0, loss_smoothed=1.0, accuracy=0.5, accuracy_smoothed=0.5, lr=0.01,
+        images_per_second=40.0, data_wait_s=wait, compute_s=compute,
+        memory_allocated=GIB, memory_reserved=GIB, memory_peak=GIB, memory_total=4 * GIB,
+        process_rss=None,
+    )
+
+
+def epoch_end(epoch: int) -> EpochEnd:
+    return EpochEnd(
+        epoch=epoch, epochs=2, train_loss=1.0, train_accuracy=0.5, val_loss=1.0,
+        val_accuracy=0.5, per_class_accuracy=(0.5, 0.5), confusion=((1, 1), (1, 1)), lr=0.01,
+        epoch_seconds=1.0, images_per_second=40.0, is_best=True, best_epoch=epoch,
+        best_val_accuracy=0.5, checkpoint_path="",
+    )
+
+
+def test_the_bottleneck_line_appears_after_the_warm_up_steps_and_names_the_settings(qtbot):
+    panel = RunStatusPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.diagnosis_interval_s = math.inf  # only the first judgement and epoch ends redraw
+    panel.set_run_config(TrainConfig(workers=0, cache_images=False, batch_size=4))
+    panel.show_run_start(run_start())
+    assert "mixed bfloat16" in panel.device_label.text()
+    assert panel.bottleneck_text() == "judged after the first steps\u2026"
+
+    panel.show_step(step(1, 1, 5.0, 0.1))  # warm-up: loader processes starting
+    panel.show_step(step(1, 2, 5.0, 0.1))
+    assert panel.bottleneck_text() == "judged after the first steps\u2026"
+    panel.show_step(step(1, 3, 0.62, 0.38))
+    text = panel.bottleneck_text()
+    assert text.startswith("Input-bound: the GPU waits 62% of the time for data. Try: ")
+    assert "enable the image cache (cache_images)" in text
+    if (os.cpu_count() or 1) > 1:
+        assert f"more loader workers (now 0; this machine has {os.cpu_count()} CPUs)" in text
+    assert panel.bottleneck_label.isVisible()
+
+    # The loader caught up in epoch 2; the line changes at the next refresh (the epoch end).
+    for number in range(1, 11):
+        panel.show_step(step(2, number, 0.0, 1.0))
+    assert panel.bottleneck_text() == text
+    panel.show_epoch_end(epoch_end(2))
+    assert panel.bottleneck_text().startswith("Compute-bound: the GPU computes")
+    assert "a larger batch (now 4): the GPU uses 25% of its memory" in panel.bottleneck_text()
+
+
+def test_a_cpu_run_says_float32_and_a_new_run_starts_a_fresh_judgement(qtbot):
+    panel = RunStatusPanel()
+    qtbot.addWidget(panel)
+    panel.set_run_config(TrainConfig(workers=0, cache_images=True))
+    panel.show_run_start(run_start("cpu", "float32"))
+    assert "(float32)" in panel.device_label.text()
+    for number in range(1, 6):
+        panel.show_step(step(1, number, 0.0, 1.0))
+    panel.show_run_end(RunEnd("cancelled", 0, 0, 0.0, "", "", "", 3.0))
+    assert panel.bottleneck_text().startswith("Compute-bound: the CPU computes 100%")
+
+    panel.show_run_start(run_start("cpu", "float32"))  # a followed run: no settings given
+    assert panel.bottleneck_text() == "judged after the first steps\u2026"
+    for number in range(1, 6):
+        panel.show_step(step(1, number, 0.9, 0.1))
+    assert panel.bottleneck_text().startswith(
+        "Input-bound: the CPU waits 90% of the time for data. Try: more loader workers; "
+        "the image cache (cache_images)")
+
+
+def test_a_real_run_in_the_window_ends_with_advice_naming_its_settings(qtbot, tiny_config):
+    from workbench.gui.window.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.ask_before_closing_during_training = False
+    window.apply_config(tiny_config.replace(epochs=1, model="small_cnn"))
+    with qtbot.waitSignal(window.controller.run_ended, timeout=120_000) as ended:
+        assert window.start_training()
+    qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
+    assert ended.args[0].status == "completed"
+
+    text = window.status_panel.bottleneck_text()
+    assert text.split(":")[0] in ("Input-bound", "Compute-bound", "Balanced")
+    # Advice that only the run's own settings can give: the crop size of images kept on the
+    # device, or the full fine-tune.
+    assert "(now " in text or "finetune last_layer" in text, text
+    assert window.status_panel.device_label.text().endswith(
+        "(float32, images kept on the device, no loader processes)")
+
+
+def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):
+    panel = RunStatusPanel()
+    qtbot.addWidget(panel)
+    panel.diagnosis_interval_s = math.inf
+    panel.set_run_config(TrainConfig(workers=0, cache_images=False, crop_size=28))
+    panel.show_run_start(run_start("cpu", "float32", images_on_device=True))
+    assert panel.device_label.text().endswith(
+        "(float32, images kept on the device, no loader processes)")
+    for number in range(1, 4):
+        panel.show_step(step(1, number, 0.62, 0.38))
+    text = panel.bottleneck_text()
+    assert text.startswith("Input-bound")
+    assert "a smaller crop_size (now 28) or a GPU" in text and "loader workers" not in text

@@ -1,0 +1,105 @@
+"""RingBuffer and TrainingPlots: bounded memory, redraw only on change, NaN losses drawn as gaps."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workbench.core.runs.events import EpochEnd, RunStart, StepStats
+from workbench.gui.panels.training_plots import TrainingPlots
+from workbench.gui.widgets.ring_buffer import RingBuffer
+
+
+def step(epoch: int, index: int, loss: float, rss: int | None = 2**30,
+         allocated: int | None = None) -> StepStats:
+    return StepStats(
+        epoch=epoch, step=index, steps_in_epoch=10, global_step=(epoch - 1) * 10 + index,
+        loss=loss, loss_smoothed=loss, accuracy=0.5, accuracy_smoothed=0.5, lr=0.01,
+        images_per_second=100.0, data_wait_s=0.01, compute_s=0.03, memory_allocated=allocated,
+        memory_reserved=allocated, memory_peak=allocated, memory_total=None, process_rss=rss,
+    )
+
+
+def run_start(memory_total: int | None) -> RunStart:
+    return RunStart(run_dir="", device="cpu" if memory_total is None else "cuda:0",
+                    device_name="CPU" if memory_total is None else "GPU",
+                    memory_total=memory_total, amp=False, class_names=("a", "b"),
+                    train_samples=80, val_samples=20, epochs=3, start_epoch=0,
+                    steps_per_epoch=10, crops_per_sample=5, feature_cache=False,
+                    dataset_summary="")
+
+
+def test_ring_buffer_keeps_the_newest_points_in_order():
+    buffer = RingBuffer(4)
+    assert buffer.data()[0].size == 0 and not buffer.changed
+    for i in range(6):
+        buffer.append(i, 10 * i)
+    xs, ys = buffer.data()
+    assert xs.tolist() == [2, 3, 4, 5] and ys.tolist() == [20, 30, 40, 50]
+    assert len(buffer) == buffer.capacity == 4 and buffer.changed
+    assert buffer.last() == (5.0, 50.0)
+    xs[0] = -1  # a copy: the plot owns what it was given
+    assert buffer.data()[0][0] == 2
+    buffer.clear()
+    assert len(buffer) == 0 and buffer.last() is None
+    with pytest.raises(ValueError):
+        RingBuffer(0)
+
+
+@pytest.fixture
+def plots(qtbot) -> TrainingPlots:
+    widget = TrainingPlots(refresh_ms=10_000)  # redraws happen when the test says
+    qtbot.addWidget(widget)
+    widget.resize(900, 600)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def test_nan_losses_are_kept_and_do_not_break_drawing(plots, qtbot):
+    plots.set_run_start(run_start(None))
+    for i in range(1, 11):
+        plots.add_step(step(1, i, math.nan if i in (4, 5) else 1.0 / i))
+    plots.add_epoch(EpochEnd(1, 3, math.nan, 0.5, 0.7, 0.6, (0.5, 0.7), ((1, 0), (0, 1)), 0.01,
+                             1.0, 100.0, True, 1, 0.6, ""))
+    plots.flush()
+    qtbot.wait(50)  # paint
+
+    xs, ys = plots._curves["loss_raw"].item.getOriginalDataset()
+    assert len(xs) == 10 and np.isnan(ys).sum() == 2
+    assert np.allclose(xs, np.arange(1, 11) / 10)
+    assert plots.plotted_count("loss_train_epoch") == 0  # a NaN epoch average: no marker
+    assert plots.plotted_count("loss_val_epoch") == 1
+    assert np.isfinite(plots.loss_plot.getViewBox().viewRange()[1]).all()
+
+
+def test_only_changed_curves_are_redrawn(plots):
+    plots.set_run_start(run_start(None))
+    plots.add_step(step(1, 1, 0.5))
+    plots.flush()
+    first = plots.redraw_count
+    assert first > 0
+    plots.flush()
+    assert plots.redraw_count == first  # nothing new, nothing redrawn
+    plots.add_epoch(EpochEnd(1, 3, 0.4, 0.5, 0.7, 0.6, (0.5, 0.7), ((1, 0), (0, 1)), 0.01,
+                             1.0, 100.0, True, 1, 0.6, ""))
+    plots.flush()
+    assert plots.redraw_count == first + 4  # train/val loss and accuracy markers only
+
+
+def test_memory_plot_says_what_a_cpu_run_shows(plots):
+    plots.set_run_start(run_start(None))
+    plots.add_step(step(1, 1, 0.5, rss=3 * 2**30))
+    assert plots.memory_note.isVisible()
+    assert "GPU memory not applicable" in plots.memory_note.toPlainText()
+    assert plots.point_count("process_rss") == 1 and plots.point_count("memory_allocated") == 0
+    assert not plots.total_memory_line.isVisible()
+
+    plots.reset()
+    plots.set_run_start(run_start(4 * 2**30))
+    plots.add_step(step(1, 1, 0.5, allocated=2**30))
+    assert not plots.memory_note.isVisible()
+    assert plots.total_memory_line.isVisible() and plots.total_memory_line.value() == 4096
+    assert plots.point_count("memory_allocated") == 1 and plots.point_count("process_rss") == 0

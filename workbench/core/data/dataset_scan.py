@@ -1,0 +1,413 @@
+"""Find the classes and images of a class-per-folder dataset, and split it for validation.
+
+Two layouts are understood: ``root/train/<class>/`` with ``root/val/<class>/`` ("train_val"),
+and ``root/<class>/`` ("flat"), which is split by a seeded, stratified draw. The walk uses
+``os.scandir`` and decodes nothing unless asked to, so a folder of 100,000 files scans in
+well under a few seconds. Files that cannot be used are listed with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+# torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
+# and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
+IMG_EXTENSIONS = (
+    ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif"
+)
+
+# Folders and files that operating systems, archivers and tools leave behind: never a class,
+# never an image, not worth a line in the skipped list. Folders starting with "." are also
+# ignored (.git, .ipynb_checkpoints), as are AppleDouble "._name" files from macOS zips.
+SYSTEM_FOLDERS = frozenset(
+    {"__MACOSX", "__pycache__", "@eaDir", "$RECYCLE.BIN", "System Volume Information"}
+)
+SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini", "Icon\r"})
+
+# Images with fewer than this many training samples in a class earn a warning.
+FEW_IMAGES = 10
+# A ratio of largest to smallest class at or above this earns a warning.
+IMBALANCE_WARNING_RATIO = 3.0
+
+
+class DatasetError(Exception):
+    """The folder cannot be used as a dataset; the message names the folder and the reason."""
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file the scan left out, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class DatasetScan:
+    """The classes, the train and val samples and everything the scan noticed on the way."""
+
+    root: str
+    layout: str
+    class_names: list[str]
+    class_to_idx: dict[str, int]
+    train: list[tuple[str, int]]
+    val: list[tuple[str, int]]
+    skipped: list[SkippedFile] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    val_fraction: float = 0.2
+    seed: int = 0
+
+    def train_counts(self) -> list[int]:
+        """Number of training images per class index."""
+        return _counts(self.train, len(self.class_names))
+
+    def val_counts(self) -> list[int]:
+        """Number of validation images per class index."""
+        return _counts(self.val, len(self.class_names))
+
+    @property
+    def imbalance_ratio(self) -> float:
+        """Largest over smallest training class; ``inf`` when a class has no training image."""
+        counts = self.train_counts()
+        if not counts or min(counts) == 0:
+            return math.inf
+        return max(counts) / min(counts)
+
+    def warnings(self) -> list[str]:
+        """Problems worth telling the user about before training, in plain words."""
+        messages: list[str] = []
+        ratio = self.imbalance_ratio
+        if ratio >= IMBALANCE_WARNING_RATIO:
+            shown = "a class has no training images" if math.isinf(ratio) else f"{ratio:.1f}x"
+            messages.append(
+                f"Classes are imbalanced ({shown} between the largest and smallest class); "
+                "consider a class-weighted loss or a weighted sampler (setting 'imbalance')."
+            )
+        few = [
+            f"{name} ({count})"
+            for name, count in zip(self.class_names, self.train_counts(), strict=True)
+            if count < FEW_IMAGES
+        ]
+        if few:
+            messages.append(
+                f"{len(few)} class(es) have fewer than {FEW_IMAGES} training images: "
+                + ", ".join(few)
+            )
+        messages.extend(self.mismatches)
+        if self.skipped:
+            first = self.skipped[0]
+            messages.append(
+                f"{_plural(len(self.skipped), 'file')} skipped "
+                f"(e.g. {first.path}: {first.reason})"
+            )
+        return messages
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready description (an infinite imbalance ratio is written as null)."""
+        ratio = self.imbalance_ratio
+        return {
+            "root": self.root,
+            "layout": self.layout,
+            "class_names": list(self.class_names),
+            "train_counts": self.train_counts(),
+            "val_counts": self.val_counts(),
+            "train_images": len(self.train),
+            "val_images": len(self.val),
+            "imbalance_ratio": None if math.isinf(ratio) else round(ratio, 3),
+            "val_fraction": self.val_fraction,
+            "seed": self.seed,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "mismatches": list(self.mismatches),
+            "warnings": self.warnings(),
+        }
+
+    def describe(self) -> str:
+        """One line, e.g. '11 classes, 30,412 train / 7,603 val images (auto split 20%), ...'."""
+        split = (
+            f"auto split {self.val_fraction:.0%}" if self.layout == "flat" else "val folder"
+        )
+        ratio = self.imbalance_ratio
+        shown = "inf" if math.isinf(ratio) else f"{ratio:.1f}x"
+        text = (
+            f"{_plural(len(self.class_names), 'class', 'classes')}, "
+            f"{len(self.train):,} train / {len(self.val):,} val images ({split}), "
+            f"imbalance {shown}"
+        )
+        if self.skipped:
+            text += f", {_plural(len(self.skipped), 'file')} skipped"
+        return text
+
+
+def scan_dataset(
+    root: str | os.PathLike[str],
+    val_fraction: float = 0.2,
+    seed: int = 0,
+    verify: bool = False,
+) -> DatasetScan:
+    """Scan an image folder into train and val samples.
+
+    Args:
+        root: ``root/train/<class>/`` + ``root/val/<class>/``, or ``root/<class>/``.
+        val_fraction: share of each class held out for validation in the flat layout.
+        seed: seed of the flat layout's split; the same seed gives the same split.
+        verify: also open every image's header with Pillow and skip those it cannot identify.
+
+    Returns:
+        The scan; class names are sorted as torchvision's ``find_classes`` sorts them.
+
+    Raises:
+        DatasetError: the folder is missing, has no class folders, or a class has no images.
+    """
+    root_str = os.fspath(root)
+    if not os.path.exists(root_str):
+        raise DatasetError(f"{root_str}: folder does not exist")
+    if not os.path.isdir(root_str):
+        raise DatasetError(f"{root_str}: is a file, not a folder")
+    skipped: list[SkippedFile] = []
+    subfolders, loose_files = _list_folder(root_str)
+    if "train" in subfolders and "val" in subfolders:
+        return _scan_train_val(root_str, val_fraction, seed, verify, skipped)
+    if "train" in subfolders and not _has_images(os.path.join(root_str, "train")):
+        # root/train/<class>/ without root/val: the class folders are one level down.
+        raise DatasetError(
+            f"{root_str}: has a 'train' folder but no 'val' folder; add "
+            f"{os.path.join(root_str, 'val')}/<class>/ or choose {os.path.join(root_str, 'train')}"
+            " to split it automatically"
+        )
+    return _scan_flat(root_str, subfolders, loose_files, val_fraction, seed, verify, skipped)
+
+
+def _scan_flat(
+    root: str, subfolders: list[str], loose_files: list[str], val_fraction: float, seed: int,
+    verify: bool, skipped: list[SkippedFile],
+) -> DatasetScan:
+    if not 0.0 < val_fraction < 1.0:
+        raise DatasetError(f"{root}: val_fraction must be between 0 and 1 (got {val_fraction})")
+    skipped.extend(
+        SkippedFile(os.path.join(root, name), "image outside any class folder")
+        for name in loose_files
+        if _is_image_name(name)
+    )
+    class_names = _class_names(root, subfolders)
+    class_to_idx = {name: index for index, name in enumerate(class_names)}
+    train: list[tuple[str, int]] = []
+    val: list[tuple[str, int]] = []
+    for name in class_names:
+        files = _required_class_images(os.path.join(root, name), verify, skipped)
+        class_train, class_val = _split_class(files, val_fraction, f"{seed}:{name}")
+        train.extend((path, class_to_idx[name]) for path in class_train)
+        val.extend((path, class_to_idx[name]) for path in class_val)
+    return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, [],
+                       val_fraction, seed)
+
+
+def _scan_train_val(
+    root: str, val_fraction: float, seed: int, verify: bool, skipped: list[SkippedFile]
+) -> DatasetScan:
+    train_root = os.path.join(root, "train")
+    val_root = os.path.join(root, "val")
+    class_names = _class_names(train_root, _list_folder(train_root)[0])
+    class_to_idx = {name: index for index, name in enumerate(class_names)}
+    train: list[tuple[str, int]] = []
+    for name in class_names:
+        files = _required_class_images(os.path.join(train_root, name), verify, skipped)
+        train.extend((path, class_to_idx[name]) for path in files)
+    val: list[tuple[str, int]] = []
+    mismatches: list[str] = []
+    val_classes = sorted(n for n in _list_folder(val_root)[0] if not _is_ignored_folder(n))
+    for name in val_classes:
+        folder = os.path.join(val_root, name)
+        if name not in class_to_idx:
+            files = _collect_class(folder, False, [])
+            skipped.extend(SkippedFile(p, f"class '{name}' is not in train") for p in files)
+            mismatches.append(
+                f"{folder}: class '{name}' has no train folder; its "
+                f"{_plural(len(files), 'val image')} are skipped"
+            )
+            continue
+        files = _collect_class(folder, verify, skipped)
+        if not files:
+            mismatches.append(f"{folder}: class '{name}' has no val images")
+        val.extend((path, class_to_idx[name]) for path in files)
+    for name in class_names:
+        if name not in val_classes:
+            mismatches.append(
+                f"{os.path.join(val_root, name)}: class '{name}' has no val folder; "
+                "its accuracy cannot be measured"
+            )
+    return DatasetScan(root, "train_val", class_names, class_to_idx, train, val, skipped,
+                       mismatches, val_fraction, seed)
+
+
+def _list_folder(folder: str) -> tuple[list[str], list[str]]:
+    """Names of the subfolders and of the files directly inside ``folder``."""
+    folders: list[str] = []
+    files: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                (folders if _is_dir(entry) else files).append(entry.name)
+    except OSError as exc:
+        raise DatasetError(f"{folder}: cannot list folder ({exc.strerror or exc})") from exc
+    return folders, files
+
+
+def _class_names(folder: str, subfolders: list[str]) -> list[str]:
+    names = sorted(name for name in subfolders if not _is_ignored_folder(name))
+    if not names:
+        raise DatasetError(
+            f"{folder}: no class subfolders; put each class's images in a folder of its own "
+            f"({folder}/<class>/image.jpg)"
+        )
+    return names
+
+
+def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
+    """The images of a training class folder; a class with none cannot be trained."""
+    files = _collect_class(folder, verify, skipped)
+    if not files:
+        raise DatasetError(_no_images_message(folder, skipped))
+    return files
+
+
+def _collect_class(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
+    """Every usable image under ``folder``, recursively, sorted by path."""
+    found: list[str] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            info = os.stat(current)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in seen_dirs:
+            continue  # a symlink loop
+        seen_dirs.add((info.st_dev, info.st_ino))
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if _is_dir(entry):
+                        if not _is_ignored_folder(entry.name):
+                            pending.append(entry.path)
+                        continue
+                    if _is_system_file(entry.name):
+                        continue
+                    reason = _file_problem(entry, verify)
+                    if reason is None:
+                        found.append(entry.path)
+                    else:
+                        skipped.append(SkippedFile(entry.path, reason))
+        except OSError as exc:
+            raise DatasetError(f"{current}: cannot list folder ({exc.strerror or exc})") from exc
+    found.sort()
+    return found
+
+
+def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
+    """Why this file cannot be used, or None when it can."""
+    name = entry.name
+    if name.startswith("."):
+        return "hidden file"
+    if not _is_image_name(name):
+        extension = os.path.splitext(name)[1] or "(none)"
+        return f"not an image file (extension {extension})"
+    try:
+        info = entry.stat()  # follows a symlink: a dangling one fails here
+    except OSError as exc:
+        return f"cannot read file ({exc.strerror or exc})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"  # a FIFO or device would block the loader forever
+    if info.st_size == 0:
+        return "empty file (0 bytes)"
+    if verify:
+        return _identify_problem(entry.path)
+    return None
+
+
+def _identify_problem(path: str) -> str | None:
+    """Why Pillow cannot use this file, judged from its header and size alone."""
+    # Imported here: Pillow and numpy are not needed by a scan that does not verify.
+    from PIL import Image
+
+    from workbench.core.data.image_decoding import (
+        ImageDecodeError,
+        check_decoded_size,
+        decode_failure_reason,
+    )
+
+    try:
+        with Image.open(path) as image:
+            check_decoded_size(image)
+    except ImageDecodeError as exc:
+        return exc.reason
+    except Exception as exc:  # noqa: BLE001 - malformed headers raise all kinds of errors
+        return decode_failure_reason(exc)
+    return None
+
+
+def _split_class(
+    files: list[str], val_fraction: float, seed_text: str
+) -> tuple[list[str], list[str]]:
+    """Seeded split of one class; every class of two or more images gets one val image."""
+    count = len(files)
+    if count < 2:
+        return list(files), []
+    n_val = min(count - 1, max(1, round(count * val_fraction)))
+    order = list(range(count))
+    random.Random(seed_text).shuffle(order)
+    val_positions = set(order[:n_val])
+    train = [p for i, p in enumerate(files) if i not in val_positions]
+    val = [p for i, p in enumerate(files) if i in val_positions]
+    return train, val
+
+
+def _no_images_message(folder: str, skipped: list[SkippedFile]) -> str:
+    inside = [s for s in skipped if s.path.startswith(folder + os.sep)]
+    text = f"{folder}: class folder has no images"
+    if inside:
+        text += f" ({_plural(len(inside), 'file')} skipped, e.g. {inside[0].reason})"
+    return text
+
+
+def _has_images(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(_is_image_name(e.name) for e in entries if not _is_dir(e))
+    except OSError:
+        return False
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_ignored_folder(name: str) -> bool:
+    return name.startswith(".") or name in SYSTEM_FOLDERS
+
+
+def _is_system_file(name: str) -> bool:
+    return name in SYSTEM_FILES or name.startswith("._")
+
+
+def _is_image_name(name: str) -> bool:
+    return name.lower().endswith(IMG_EXTENSIONS)
+
+
+def _counts(samples: list[tuple[str, int]], classes: int) -> list[int]:
+    counts = [0] * classes
+    for _, label in samples:
+        counts[label] += 1
+    return counts
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else (plural or word + 's')}"

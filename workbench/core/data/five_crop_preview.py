@@ -1,0 +1,137 @@
+"""What the model will see of one image: the resized picture, the crop boxes and the crops.
+
+A pure function the GUI runs in a worker pool. It goes through the training pipeline itself
+(``load_image_uint8``, the transforms, ``BatchPreparer``'s normalisation) and undoes only the
+normalisation for display, so a surprise in the preview is a surprise in training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from workbench.core.data.batch_preparation import BatchPreparer
+from workbench.core.data.batched_crops import multi_crop_boxes
+from workbench.core.data.image_cache import load_image_uint8
+from workbench.core.data.image_decoding import decode_pil_image, displayed_size, read_image_size
+from workbench.core.data.transforms import (
+    build_eval_transform,
+    build_train_transform,
+    normalization_for,
+    seeded_train_crop,
+)
+
+CORNER_LABELS = ("top-left", "top-right", "bottom-left", "bottom-right", "center")
+# The mirrored half of a ten-crop, named by where its pixels come from in the original.
+MIRRORED_LABELS = tuple(
+    f"{name} (flipped)"
+    for name in ("top-right", "top-left", "bottom-right", "bottom-left", "center")
+)
+
+
+@dataclass
+class CropPreview:
+    """One split's view of the image. Arrays are uint8 HxWx3 (grayscale repeated)."""
+
+    resized: np.ndarray
+    boxes: list[tuple[int, int, int, int]]
+    crops: list[np.ndarray]
+    labels: list[str]
+
+
+@dataclass
+class AugmentationPreview:
+    """Train and val views of one image; ``original_size`` is (width, height) as displayed."""
+
+    path: str
+    original_size: tuple[int, int]
+    train: CropPreview
+    val: CropPreview
+
+
+def five_crop_preview(
+    image: str | Image.Image, config: Any, seed: int = 0
+) -> AugmentationPreview:
+    """Preview the crops of ``image`` for ``config`` (any crop_mode).
+
+    Args:
+        image: a file path, or an opened Pillow image.
+        config: a ``TrainConfig``; crop_mode, resize_size, crop_size, train_hflip and model
+            (grayscale, normalisation) are used.
+        seed: seed of the standard mode's random crop and flip; the process-wide random
+            state is left alone.
+
+    Raises:
+        ImageDecodeError: the file cannot be decoded.
+    """
+    grayscale = config.in_channels == 1
+    if isinstance(image, Image.Image):
+        path = str(getattr(image, "filename", "") or "")
+        original_size = displayed_size(image)
+        resized = torch.from_numpy(decode_pil_image(image, config.resize_size, grayscale))
+    else:
+        path = str(image)
+        original_size = read_image_size(path)
+        resized = load_image_uint8(path, config.resize_size, grayscale)
+    mean, std = normalization_for(config)
+    preparer = BatchPreparer(mean, std, "cpu", channels_last=False)
+    resized_rgb = _to_display(resized)
+    if config.crop_mode == "standard":
+        train = _standard_train(resized, resized_rgb, config, preparer, seed)
+        val = _standard_val(resized, resized_rgb, config, preparer)
+    else:
+        train = _multi_crop(resized, resized_rgb, config, preparer, build_train_transform)
+        val = _multi_crop(resized, resized_rgb, config, preparer, build_eval_transform)
+    return AugmentationPreview(path, original_size, train, val)
+
+
+def _multi_crop(
+    resized: torch.Tensor, resized_rgb: np.ndarray, config: Any, preparer: BatchPreparer,
+    build: Any,
+) -> CropPreview:
+    crops = build(config)(resized)
+    height, width = resized.shape[-2:]
+    boxes = multi_crop_boxes(width, height, config.crop_size, config.crop_mode)
+    labels = list(CORNER_LABELS)
+    if config.crop_mode == "ten_crop":
+        labels += MIRRORED_LABELS
+    return CropPreview(resized_rgb, boxes, _model_view(crops, preparer), labels)
+
+
+def _standard_train(
+    resized: torch.Tensor, resized_rgb: np.ndarray, config: Any, preparer: BatchPreparer,
+    seed: int,
+) -> CropPreview:
+    generator = torch.Generator().manual_seed(seed)
+    crop, box, flipped = seeded_train_crop(config, resized, generator)
+    label = "random crop (flipped)" if flipped else "random crop"
+    return CropPreview(resized_rgb, [box], _model_view(crop, preparer), [label])
+
+
+def _standard_val(
+    resized: torch.Tensor, resized_rgb: np.ndarray, config: Any, preparer: BatchPreparer
+) -> CropPreview:
+    crop = build_eval_transform(config)(resized)
+    height, width = resized.shape[-2:]
+    size = config.crop_size
+    box = (int(round((width - size) / 2.0)), int(round((height - size) / 2.0)), size, size)
+    return CropPreview(resized_rgb, [box], _model_view(crop, preparer), ["center"])
+
+
+def _model_view(crops: torch.Tensor, preparer: BatchPreparer) -> list[np.ndarray]:
+    """The normalised model input for ``crops`` ([C,h,w] or [K,C,h,w]), back in 0..255."""
+    batch = crops.unsqueeze(0)  # one sample, as the loader would batch it
+    floats, _ = preparer(batch, torch.zeros(1, dtype=torch.long))
+    return [_to_display(pixels) for pixels in preparer.denormalize(floats)]
+
+
+def _to_display(image: torch.Tensor) -> np.ndarray:
+    """uint8 [C,H,W] -> contiguous uint8 HxWx3 (one channel repeated three times)."""
+    if image.shape[0] == 1:
+        image = image.expand(3, -1, -1)
+    return np.ascontiguousarray(image.permute(1, 2, 0).numpy())
+

@@ -1,0 +1,117 @@
+"""Decode an image once, resized, and keep the uint8 pixels on disk for every later epoch.
+
+JPEGs are decoded by libjpeg at a reduced scale (``Image.draft``) that is never smaller than
+the target, which makes a 4000x3000 photo decode many times faster than a full decode. The
+cached array is a plain ``.npy`` file named by a hash of the source file's path, size and
+modification time and of the resize settings, so an edited image is decoded afresh. How odd
+files (16-bit, transparent, rotated, huge, truncated) decode is ``image_decoding``'s business.
+
+No file is written that would leave less than ``cache_folder.FREE_SPACE_RESERVE`` free on the
+cache's disk; an image that is not cached is simply decoded again next epoch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from workbench.core.data.cache_folder import has_room
+
+# Decoding lives in image_decoding (no torch); these names are imported from here by callers.
+from workbench.core.data.image_decoding import (  # noqa: F401 - re-exported
+    ImageDecodeError,
+    check_regular_file,
+    decode_file,
+    decode_pil_image,
+    read_image_size,
+    resized_size,
+)
+from workbench.core.runs.atomic_io import atomic_write_bytes
+
+# Part of every cache key: bump it when decoding changes what pixels a file gives
+# (2: transparency over grey, 16-bit rescaled; 3: small downscales resized by torch), so
+# stale arrays are never reused.
+_DECODING_VERSION = "3"
+
+
+def load_image_uint8(
+    path: str, resize_size: int, grayscale: bool = False, cache_dir: str | None = None
+) -> torch.Tensor:
+    """Decode ``path`` to a uint8 ``[C,H,W]`` tensor whose shorter side is ``resize_size``.
+
+    Args:
+        path: an image file Pillow can read.
+        resize_size: length of the shorter side after the (antialiased) resize.
+        grayscale: one luminance channel instead of RGB.
+        cache_dir: when given, reuse (or write) the resized pixels there.
+
+    Returns:
+        A contiguous uint8 tensor, 3 or 1 channels, EXIF orientation applied.
+
+    Raises:
+        ImageDecodeError: the file is missing, unreadable, or not an image.
+    """
+    info = check_regular_file(path)
+    cache_file = None
+    if cache_dir:
+        cache_file = cache_path(path, resize_size, grayscale, cache_dir, info)
+        cached = _read_cached(cache_file, resize_size, grayscale)
+        if cached is not None:
+            return torch.from_numpy(cached)
+    array = decode_file(path, resize_size, grayscale)
+    if cache_file is not None:
+        _write_cached(cache_file, array)
+    return torch.from_numpy(array)
+
+
+def cache_path(
+    path: str,
+    resize_size: int,
+    grayscale: bool,
+    cache_dir: str | os.PathLike[str],
+    info: os.stat_result | None = None,
+) -> Path:
+    """The cache file for these settings of this version of ``path``."""
+    info = info or os.stat(path)
+    key = "\0".join(
+        (os.path.abspath(path), str(info.st_size), str(info.st_mtime_ns), str(resize_size),
+         "L" if grayscale else "RGB", _DECODING_VERSION)
+    )
+    digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return Path(cache_dir) / digest[:2] / f"{digest}.npy"
+
+
+def _read_cached(cache_file: Path, resize_size: int, grayscale: bool) -> np.ndarray | None:
+    """The cached array, or None when it is missing or not what these settings produce."""
+    try:
+        array = np.load(cache_file, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    channels = 1 if grayscale else 3
+    if (
+        not isinstance(array, np.ndarray)
+        or array.dtype != np.uint8
+        or array.ndim != 3
+        or array.shape[0] != channels
+        or min(array.shape[1:]) != resize_size
+        or not array.flags.c_contiguous
+    ):
+        return None
+    return array
+
+
+def _write_cached(cache_file: Path, array: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    data = buffer.getvalue()
+    try:
+        if not has_room(cache_file.parent, len(data)):
+            return  # the disk's last free space is for checkpoints, not for a speed-up
+        atomic_write_bytes(cache_file, data, durable=False)
+    except OSError:
+        pass  # a full or read-only cache folder costs speed, never the run

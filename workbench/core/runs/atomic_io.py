@@ -1,0 +1,91 @@
+"""Writes that never leave a half-written file: temp file in the same folder, fsync, os.replace."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` in one step; readers see the old or the new file, never half.
+
+    The temp file lives in the target's folder (``os.replace`` is only atomic within one file
+    system) and is removed again when anything fails, so a full disk or a read-only folder
+    leaves the old file as it was and no stray temp file behind.
+
+    ``durable=False`` skips the fsyncs: for caches, where losing the newest file in a power cut
+    only costs recomputing it, and the fsync would dominate the write.
+
+    Raises:
+        OSError: The folder cannot be created or written, or the disk is full; ``path`` is
+            unchanged.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable: on POSIX the new directory entry lives in the folder."""
+    if os.name != "posix":
+        return  # Windows cannot open a folder for fsync; its rename is journaled by NTFS
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems (network mounts) refuse fsync on a folder; the file is in place
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_torch_save(obj: Any, path: Path | str) -> None:
+    """torch.save through a memory buffer, then an atomic replace of the target."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+_OS_ERROR_REASONS = {
+    errno.ENOSPC: "the disk is full (no space left on the device)",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EACCES: "permission denied (the folder is not writable)",
+    errno.EPERM: "the operation is not permitted (the folder is not writable)",
+    errno.EROFS: "the folder is on a read-only file system",
+    errno.EIO: "the disk reported an input/output error",
+    errno.EEXIST: "a file is in the way where a folder should be",
+    errno.ENOTDIR: "part of the path is a file, not a folder",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """The reason an OS call failed, in words ('the disk is full ...'), with its errno name."""
+    reason = _OS_ERROR_REASONS.get(exc.errno or 0)
+    name = errno.errorcode.get(exc.errno or 0, "")
+    if reason is None:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{reason} [{name}]" if name else reason

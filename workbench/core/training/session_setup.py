@@ -1,0 +1,103 @@
+"""What a run checks and sets up before its first step, and how its loader processes end."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+from workbench.core.data.cache_folder import cache_messages
+from workbench.core.data.data_pipeline import image_cache_dir
+from workbench.core.data.dataset_scan import DatasetError, DatasetScan, scan_dataset
+from workbench.core.data.image_cache import cache_path
+from workbench.core.runs.config import TrainConfig
+
+# Images looked up in the cache to judge how much of a dataset it already holds.
+CACHE_PROBES = 64
+
+
+def scan_for_training(config: TrainConfig) -> DatasetScan:
+    """Scan ``config.data_root`` and refuse what cannot be trained.
+
+    Raises:
+        DatasetError: Fewer than 2 classes, no training or validation images, or a batch
+            larger than the training set.
+    """
+    scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
+    if len(scan.class_names) < 2:
+        raise DatasetError(f"{config.data_root}: needs at least 2 class folders, "
+                           f"found {len(scan.class_names)}")
+    if not scan.train:
+        raise DatasetError(f"{config.data_root}: no training images found")
+    if not scan.val:
+        raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
+                           "more images per class for the automatic split")
+    if config.batch_size > len(scan.train):
+        raise DatasetError(f"batch_size: {config.batch_size} is more than the {len(scan.train)} "
+                           f"training images in {config.data_root}; lower batch_size")
+    return scan
+
+
+def image_cache_messages(config: TrainConfig, scan: DatasetScan) -> list[tuple[str, str]]:
+    """(level, text) lines saying where resized images are cached and whether the cache's disk
+    has room for the images not cached yet; none when ``cache_images`` is off."""
+    cache_dir = image_cache_dir(config)
+    if cache_dir is None:
+        return []
+    samples = scan.train + scan.val
+    uncached = round(len(samples) * uncached_share(samples, config, cache_dir))
+    return cache_messages(cache_dir, uncached, config.resize_size, config.in_channels)
+
+
+def uncached_share(samples: list[tuple[str, int]], config: TrainConfig, cache_dir: str,
+                   probes: int = CACHE_PROBES) -> float:
+    """The share of ``samples`` the cache does not hold yet, judged from up to ``probes`` of
+    them spread over the list (a few file lookups instead of one per image)."""
+    probed = samples[::max(1, len(samples) // probes)][:probes]
+    if not probed:
+        return 0.0
+    missing = 0
+    for path, _ in probed:
+        try:
+            found = cache_path(path, config.resize_size, config.in_channels == 1,
+                               cache_dir).is_file()
+        except OSError:
+            found = False  # gone since the scan: it will be reported when it is read
+        missing += not found
+    return missing / len(probed)
+
+
+def seed_everything(seed: int, deterministic: bool, device: str) -> None:
+    """Seed Python, NumPy and torch; pick cuDNN's deterministic or fastest algorithms."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if deterministic:
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+    elif device.startswith("cuda"):
+        # Fixed input shapes: let cuDNN pick the fastest convolution once.
+        torch.backends.cudnn.benchmark = True
+
+
+def share_batches_by_name() -> None:
+    """Loader batches travel as named shared memory, not as file descriptors handed over a
+    socket: a worker killed during that handover would leave the run blocked for good."""
+    torch.multiprocessing.set_sharing_strategy("file_system")
+
+
+def shutdown_loader_workers(loader: Any, kill: bool = False) -> None:
+    """Stop ``loader``'s worker processes; ``kill`` for workers that died or hung."""
+    iterator = getattr(loader, "_iterator", None)
+    if kill:
+        for worker in getattr(iterator, "_workers", []):
+            if worker.is_alive():
+                worker.kill()
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        except RuntimeError:
+            pass  # torch reports a worker that died (again) while being stopped; it is reported

@@ -1,0 +1,210 @@
+"""After (and during) training: the best epoch, per-class accuracy, the confusion matrix, export.
+
+The table and matrix show the best epoch so far, the one ``best_model.pt`` holds. Export runs in
+the thread pool, because it checks the TorchScript file in a fresh Python process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, QThreadPool, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.core.runs.events import EpochEnd, RunEnd, RunStart
+from workbench.gui.widgets.confusion_matrix_view import ConfusionMatrixView
+from workbench.gui.workers.export_worker import ExportJob, ExportSignals
+
+if TYPE_CHECKING:  # the export module imports torch; the panel must not at import time
+    from workbench.core.models.export import ExportResult
+
+
+class ResultsPanel(QWidget):
+    """Shows a run's results and exports its best model.
+
+    Signals:
+        export_finished(ExportResult): a verified TorchScript file was written.
+        export_failed(str): the export could not be done; the message says why.
+    """
+
+    export_finished = Signal(object)
+    export_failed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._class_names: tuple[str, ...] = ()
+        self._best: EpochEnd | None = None
+        self._run_dir = ""
+        self._model_file = ""
+        self._export_signals: ExportSignals | None = None
+        self.summary_label = QLabel("No results yet: train a model first.", self)
+        self.summary_label.setObjectName("resultsSummary")
+        self.summary_label.setWordWrap(True)
+        self.table = QTableWidget(0, 3, self)
+        self.table.setHorizontalHeaderLabels(["Class", "Val accuracy", "Val images"])
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.confusion_view = ConfusionMatrixView(self)
+        self.export_button = QPushButton("Export TorchScript\u2026", self)
+        self.open_folder_button = QPushButton("Open run folder", self)
+        self.export_label = QLabel("", self)
+        self.export_label.setObjectName("exportResult")
+        self.export_label.setWordWrap(True)
+        self.export_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._build_layout()
+
+        self.export_button.clicked.connect(self._on_export_clicked)
+        self.open_folder_button.clicked.connect(self._on_open_folder_clicked)
+
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ public API
+    def clear(self) -> None:
+        """Forget the previous run's results."""
+        self._best, self._run_dir, self._model_file = None, "", ""
+        self.table.setRowCount(0)
+        self.confusion_view.clear()
+        self.summary_label.setText("Training\u2026 results appear after each epoch.")
+        self.export_label.clear()
+        self._update_buttons()
+
+    def show_run_start(self, event: RunStart) -> None:
+        """Remember class names and the run folder."""
+        self._class_names = event.class_names
+        self._run_dir = event.run_dir
+        self._update_buttons()
+
+    def show_epoch_end(self, event: EpochEnd) -> None:
+        """Show this epoch if it is the best so far."""
+        if event.is_best or self._best is None:
+            self._best = event
+            self._update_table()
+            self.confusion_view.set_matrix(event.confusion, self._class_names)
+        self._update_summary()
+
+    def show_run_end(self, event: RunEnd) -> None:
+        """Enable export when the run left a best model."""
+        self._run_dir = event.run_dir or self._run_dir
+        self._model_file = event.best_model_path if Path(event.best_model_path or "").is_file() \
+            else ""
+        self._update_summary(event)
+        self._update_buttons()
+
+    def model_file(self) -> str:
+        """The best_model.pt export would use ('' when there is none)."""
+        return self._model_file
+
+    def run_dir(self) -> str:
+        """The folder of the run shown ('' before any run)."""
+        return self._run_dir
+
+    def is_exporting(self) -> bool:
+        """True while an export job is running."""
+        return self._export_signals is not None
+
+    def export_to(self, out_path: str, model_file: str = "") -> None:
+        """Export ``model_file`` (default: this run's best model) to ``out_path`` in the pool."""
+        model_file = model_file or self._model_file
+        if self.is_exporting() or not model_file:
+            return
+        job = ExportJob(model_file, out_path)
+        self._export_signals = job.signals
+        job.signals.exported.connect(self._on_export_done)
+        job.signals.errored.connect(self._on_export_errored)
+        job.signals.finished.connect(self._on_export_finished)
+        self.export_label.setText(f"Exporting to {out_path} and checking it in a fresh "
+                                  "Python process\u2026")
+        self._update_buttons()
+        QThreadPool.globalInstance().start(job)
+
+    def ask_export_path(self) -> str:
+        """Ask where to write the TorchScript file ('' when cancelled)."""
+        start = str(Path(self._run_dir) / "model_torchscript.pt") if self._run_dir else ""
+        path, _ = QFileDialog.getSaveFileName(self, "Export TorchScript model", start,
+                                              "TorchScript (*.pt);;All files (*)")
+        return path
+
+    # ------------------------------------------------------------------ slots
+    def _on_export_clicked(self) -> None:
+        path = self.ask_export_path()
+        if path:
+            self.export_to(path)
+
+    def _on_open_folder_clicked(self) -> None:
+        if self._run_dir:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self._run_dir))
+
+    def _on_export_done(self, result: ExportResult) -> None:
+        self.export_label.setText(
+            f"Exported {result.path}\nmax |difference| from the trained model: "
+            f"{result.max_abs_diff:.2e} here, {result.subprocess_max_abs_diff:.2e} in a fresh "
+            f"process; {len(result.class_names)} classes, input {result.input_size} px, "
+            f"{result.seconds:.1f} s"
+        )
+        self.export_finished.emit(result)
+
+    def _on_export_errored(self, message: str) -> None:
+        self.export_label.setText(f"Export failed: {message}")
+        self.export_failed.emit(message)
+
+    def _on_export_finished(self) -> None:
+        self._export_signals = None
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ refreshes
+    def _update_buttons(self) -> None:
+        self.export_button.setEnabled(bool(self._model_file) and not self.is_exporting())
+        self.open_folder_button.setEnabled(bool(self._run_dir))
+
+    def _update_summary(self, end: RunEnd | None = None) -> None:
+        best = self._best
+        if best is None:
+            text = "No epoch finished, so there are no results."
+        else:
+            text = (f"Best epoch {best.epoch} of {best.epochs}: validation accuracy "
+                    f"{100 * best.val_accuracy:.1f}% (loss {best.val_loss:.3f}).")
+        if end is not None:
+            text += f" Run {end.status}; folder {end.run_dir or '(none)'}."
+        self.summary_label.setText(text)
+
+    def _update_table(self) -> None:
+        best = self._best
+        if best is None:
+            return
+        names = list(self._class_names) or [str(i) for i in range(len(best.per_class_accuracy))]
+        self.table.setRowCount(len(best.per_class_accuracy))
+        for row, accuracy in enumerate(best.per_class_accuracy):
+            support = sum(best.confusion[row]) if row < len(best.confusion) else 0
+            cells = (names[row] if row < len(names) else str(row), f"{100 * accuracy:.1f}%",
+                     str(support))
+            for column, text in enumerate(cells):
+                self.table.setItem(row, column, QTableWidgetItem(text))
+
+    def _build_layout(self) -> None:
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.export_button)
+        buttons.addWidget(self.open_folder_button)
+        buttons.addStretch(1)
+        splitter = QSplitter(self)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.confusion_view)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary_label)
+        layout.addWidget(splitter, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.export_label)

@@ -1,0 +1,255 @@
+"""Live training plots: loss, accuracy, memory, throughput and the share of time spent waiting.
+
+Curves are created once. Events append points to preallocated ring buffers; a ~100 ms timer
+redraws (``setData``) only the curves whose buffers changed, so a fast run costs the UI thread a
+few appends per step and at most ten small redraws a second. The x axis is in epochs: a step's
+x is ``epoch - 1 + step / steps_in_epoch`` and an epoch's averages sit at ``x = epoch``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from workbench.core.runs.events import EpochEnd, RunStart, StepStats
+from workbench.gui.widgets.ring_buffer import RingBuffer
+
+STEP_CAPACITY = 20_000
+EPOCH_CAPACITY = 2_000
+STARVING_PERCENT = 30.0
+MIB = 1024.0**2
+AXIS_COLOUR = "#444444"
+_MEMORY_CURVES = (("memory_allocated", "allocated"), ("memory_reserved", "reserved"),
+                  ("memory_peak", "peak"), ("process_rss", "process RSS"))
+
+
+@dataclass
+class _Curve:
+    buffer: RingBuffer
+    item: pg.PlotDataItem
+
+
+class TrainingPlots(QWidget):
+    """Five plots fed by ``add_step`` / ``add_epoch``; ``reset`` before each run."""
+
+    def __init__(self, parent: QWidget | None = None, refresh_ms: int = 100) -> None:
+        super().__init__(parent)
+        self._curves: dict[str, _Curve] = {}
+        self._canvas = pg.GraphicsLayoutWidget(self)
+        self._canvas.setBackground("w")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self._canvas)
+        self.loss_plot = self._new_plot("Loss", "loss", 0, 0)
+        self.accuracy_plot = self._new_plot("Accuracy", "%", 0, 1, legend_offset=(-10, -10))
+        self.memory_plot = self._new_plot("Memory", "MiB", 1, 0)
+        self.throughput_plot = self._new_plot("Throughput", "images/s", 1, 1)
+        self.data_wait_plot = self._new_plot("Time waiting for data", "% of step", 2, 0, colspan=2)
+        self._make_loss_curves()
+        self._make_accuracy_curves()
+        self._make_memory_curves()
+        self._make_throughput_and_wait_curves()
+        for column in (0, 1):
+            self._canvas.ci.layout.setColumnStretchFactor(column, 1)
+        self._show_memory_curves(gpu=False)
+        self._redraws = 0
+        self._timer = QTimer(self)
+        self._timer.setInterval(refresh_ms)
+
+        self._timer.timeout.connect(self._update_curves)
+
+        self._timer.start()
+
+    # ------------------------------------------------------------------ public API
+    def reset(self) -> None:
+        """Forget every point (before a new run)."""
+        for curve in self._curves.values():
+            curve.buffer.clear()
+        self.total_memory_line.hide()
+        self.memory_note.hide()
+        for plot in self._plots():
+            plot.enableAutoRange(axis="x", enable=True)
+        self.flush()
+
+    def set_run_start(self, event: RunStart) -> None:
+        """Fix the x axis to the run's epochs; show the card's total memory, or say that a CPU
+        run has no GPU memory figures."""
+        for plot in self._plots():
+            # A fixed x range shows how far the run has come, and saves re-laying out the
+            # x axis on every point.
+            plot.enableAutoRange(axis="x", enable=False)
+            plot.setXRange(event.start_epoch, max(event.epochs, event.start_epoch + 1),
+                           padding=0.02)
+        if event.memory_total:
+            mib = event.memory_total / MIB
+            self.total_memory_line.setValue(mib)
+            self.total_memory_line.label.setFormat(f"card total {mib / 1024:.1f} GiB")
+            self.total_memory_line.show()
+            self.memory_note.hide()
+            self._show_memory_curves(gpu=True)
+        else:
+            self.total_memory_line.hide()
+            self.memory_note.show()
+            self._show_memory_curves(gpu=False)
+
+    def add_step(self, event: StepStats) -> None:
+        """Append one step's figures (NaN losses are kept and drawn as gaps)."""
+        steps = max(1, event.steps_in_epoch)
+        x = (event.epoch - 1) + event.step / steps
+        self._append("loss_raw", x, event.loss)
+        self._append("loss_smoothed", x, event.loss_smoothed)
+        self._append("accuracy_smoothed", x, 100.0 * event.accuracy_smoothed)
+        self._append("throughput", x, event.images_per_second)
+        self._append("data_wait", x, 100.0 * event.data_wait_fraction)
+        for name, value in (("memory_allocated", event.memory_allocated),
+                            ("memory_reserved", event.memory_reserved),
+                            ("memory_peak", event.memory_peak)):
+            if value is not None:
+                self._append(name, x, value / MIB)
+        if event.memory_allocated is None and event.process_rss is not None:
+            self._append("process_rss", x, event.process_rss / MIB)
+
+    def add_epoch(self, event: EpochEnd) -> None:
+        """Append an epoch's train and validation averages (a NaN average gets no marker)."""
+        x = float(event.epoch)
+        for name, value in (("loss_train_epoch", event.train_loss),
+                            ("loss_val_epoch", event.val_loss),
+                            ("accuracy_train_epoch", 100.0 * event.train_accuracy),
+                            ("accuracy_val_epoch", 100.0 * event.val_accuracy)):
+            if math.isfinite(value):  # a marker curve of only NaN upsets pyqtgraph's bounds
+                self._append(name, x, value)
+
+    def point_count(self, name: str) -> int:
+        """Points buffered for curve ``name`` (e.g. 'loss_raw', 'accuracy_val_epoch')."""
+        return len(self._curves[name].buffer)
+
+    def plotted_count(self, name: str) -> int:
+        """Points the curve ``name`` currently draws (after the last redraw)."""
+        xs, _ = self._curves[name].item.getOriginalDataset()
+        return 0 if xs is None else len(xs)
+
+    @property
+    def redraw_count(self) -> int:
+        """How many times the timer has called ``setData`` on some curve."""
+        return self._redraws
+
+    def flush(self) -> None:
+        """Redraw now, visible or not (e.g. when a run ends)."""
+        self._update_curves(force=True)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._update_curves(force=True)  # catch up on what arrived while hidden
+
+    # ------------------------------------------------------------------ refreshes
+    def _update_curves(self, force: bool = False) -> None:
+        if not force and not self.isVisible():
+            return  # buffers keep their changed flags; showEvent redraws
+        for curve in self._curves.values():
+            if curve.buffer.changed:
+                curve.buffer.changed = False
+                curve.item.setData(*curve.buffer.data())
+                self._redraws += 1
+
+    def _show_memory_curves(self, gpu: bool) -> None:
+        """GPU runs draw allocator figures; CPU runs draw the process's resident memory."""
+        legend = self.memory_plot.legend
+        for name, label in _MEMORY_CURVES:
+            item = self._curves[name].item
+            wanted = gpu != (name == "process_rss")
+            item.setVisible(wanted)
+            legend.removeItem(item)
+            if wanted:
+                legend.addItem(item, label)
+
+    # ------------------------------------------------------------------ construction
+    def _plots(self) -> tuple[pg.PlotItem, ...]:
+        return (self.loss_plot, self.accuracy_plot, self.memory_plot, self.throughput_plot,
+                self.data_wait_plot)
+
+    def _append(self, name: str, x: float, y: float) -> None:
+        self._curves[name].buffer.append(x, y if y is not None else math.nan)
+
+    def _new_plot(self, title: str, y_label: str, row: int, col: int, colspan: int = 1,
+                  legend_offset: tuple[int, int] = (-10, 10)) -> pg.PlotItem:
+        plot = self._canvas.addPlot(row=row, col=col, colspan=colspan, title=title)
+        plot.setLabel("left", y_label)
+        plot.setLabel("bottom", "epoch")
+        plot.setDownsampling(auto=True, mode="peak")
+        plot.setClipToView(True)
+        plot.addLegend(offset=legend_offset, labelTextColor=AXIS_COLOUR)
+        for axis in ("left", "bottom"):
+            plot.getAxis(axis).setPen(AXIS_COLOUR)
+            plot.getAxis(axis).setTextPen(AXIS_COLOUR)
+            # Relabelling an axis on every range change (SI prefixes) costs a layout pass.
+            plot.getAxis(axis).enableAutoSIPrefix(False)
+        plot.titleLabel.setText(title, color=AXIS_COLOUR)
+        return plot
+
+    def _add_curve(self, plot: pg.PlotItem, name: str, label: str, pen: object,
+                   capacity: int = STEP_CAPACITY, symbol: str | None = None) -> None:
+        item = plot.plot(name=label, pen=pen, symbol=symbol, symbolSize=7,
+                         symbolBrush=pg.mkPen(pen).color() if symbol else None,
+                         symbolPen=None, connect="finite")
+        self._curves[name] = _Curve(RingBuffer(capacity), item)
+
+    def _make_loss_curves(self) -> None:
+        plot = self.loss_plot
+        self._add_curve(plot, "loss_raw", "step", pg.mkPen((31, 119, 180, 60), width=1))
+        self._add_curve(plot, "loss_smoothed", "step, smoothed", pg.mkPen("#1f77b4", width=2))
+        self._add_curve(plot, "loss_train_epoch", "train (epoch)", pg.mkPen("#ff7f0e", width=2),
+                        EPOCH_CAPACITY, "o")
+        self._add_curve(plot, "loss_val_epoch", "val (epoch)", pg.mkPen("#2ca02c", width=2),
+                        EPOCH_CAPACITY, "s")
+
+    def _make_accuracy_curves(self) -> None:
+        plot = self.accuracy_plot
+        self._add_curve(plot, "accuracy_smoothed", "step, smoothed",
+                        pg.mkPen((31, 119, 180, 140), width=1))
+        self._add_curve(plot, "accuracy_train_epoch", "train (epoch)",
+                        pg.mkPen("#ff7f0e", width=2), EPOCH_CAPACITY, "o")
+        self._add_curve(plot, "accuracy_val_epoch", "val (epoch)",
+                        pg.mkPen("#2ca02c", width=2), EPOCH_CAPACITY, "s")
+
+    def _make_memory_curves(self) -> None:
+        plot = self.memory_plot
+        self._add_curve(plot, "memory_allocated", "allocated", pg.mkPen("#1f77b4", width=2))
+        self._add_curve(plot, "memory_reserved", "reserved", pg.mkPen("#9467bd", width=2))
+        self._add_curve(plot, "memory_peak", "peak", pg.mkPen("#d62728", width=1,
+                                                              style=Qt.PenStyle.DashLine))
+        self._add_curve(plot, "process_rss", "process RSS", pg.mkPen("#7f7f7f", width=2))
+        self.total_memory_line = pg.InfiniteLine(
+            angle=0, movable=False, pen=pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DotLine),
+            label="card total", labelOpts={"position": 0.1, "color": "#d62728"},
+        )
+        plot.addItem(self.total_memory_line, ignoreBounds=False)
+        self.total_memory_line.hide()
+        # Kept inside the plot (a long title would force the plot column wider), in two short
+        # lines that leave room for the legend in the top-right corner.
+        self.memory_note = pg.TextItem("CPU run: GPU memory not applicable\n"
+                                       "(process RSS shown)", color=AXIS_COLOUR, anchor=(0, 0))
+        self.memory_note.setParentItem(plot.getViewBox())
+        self.memory_note.setPos(6, 4)
+        self.memory_note.hide()
+
+    def _make_throughput_and_wait_curves(self) -> None:
+        self._add_curve(self.throughput_plot, "throughput", "images/s",
+                        pg.mkPen("#17becf", width=2))
+        plot = self.data_wait_plot
+        band = pg.LinearRegionItem(values=(STARVING_PERCENT, 100.0), orientation="horizontal",
+                                   movable=False, brush=pg.mkBrush(214, 39, 40, 40),
+                                   pen=pg.mkPen(None))
+        plot.addItem(band, ignoreBounds=True)
+        self.starving_label = pg.TextItem("input pipeline is starving the device",
+                                          color="#b71c1c", anchor=(0, 0))
+        self.starving_label.setParentItem(plot.getViewBox())
+        self.starving_label.setPos(6, 4)
+        self._add_curve(plot, "data_wait", "waiting for data", pg.mkPen("#8c564b", width=2))
+        plot.setYRange(0, 100, padding=0)
+        plot.enableAutoRange(axis="y", enable=False)
+        plot.setMouseEnabled(y=False)

@@ -1,0 +1,2 @@
+"""Widgets the panels are built from; they only draw what they are given.
+"""

@@ -1,0 +1,53 @@
+"""Command line: ``workbench`` opens the desktop app; subcommands train, export, predict headless.
+
+Every TrainConfig field is also a flag (``--batch-size 64``, ``--no-amp``); flags override the
+``--config`` file. Exit status: 0 success, 1 a run or export that failed, 2 bad input. Each
+module here registers its subcommands (``register``) and handles them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench import __version__
+from workbench.cli import data_commands, device_commands, model_commands, train_commands
+from workbench.core.runs.config import ConfigError
+
+COMMAND_MODULES = (train_commands, model_commands, data_commands, device_commands)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench", description="Fine-tune image classifiers on your own GPU.")
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    parser.add_argument("--demo", action="store_true",
+                        help="open the desktop app on the bundled demo dataset")
+    parser.add_argument("--folder", help="open the desktop app on this image folder")
+    sub = parser.add_subparsers(dest="command")
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        from workbench.gui.app import main as gui_main
+
+        gui_argv = ["--demo"] if args.demo else []
+        if args.folder:
+            gui_argv += ["--folder", args.folder]
+        return gui_main(gui_argv)
+    try:
+        return args.handler(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""``workbench scan`` and ``workbench cache``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    scan = sub.add_parser("scan", help="show the classes, counts and problems of an image folder")
+    scan.add_argument("folder")
+    scan.add_argument("--val-fraction", type=float, default=0.2)
+    scan.set_defaults(handler=_cmd_scan)
+
+    cache = sub.add_parser("cache", help="show where resized images are cached and how much "
+                                         "they take; --clear deletes them")
+    cache.add_argument("--cache-dir", default="",
+                       help="the cache folder (default: the one runs use when cache_dir is empty)")
+    cache.add_argument("--clear", action="store_true", help="delete the cached images")
+    cache.set_defaults(handler=_cmd_cache)
+
+
+def _cmd_scan(args: argparse.Namespace) -> int:
+    from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+
+    try:
+        scan = scan_dataset(args.folder, val_fraction=args.val_fraction)
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(scan.describe())
+    for name, train_count, val_count in zip(scan.class_names, scan.train_counts(),
+                                            scan.val_counts(), strict=True):
+        print(f"  {name:<24} train {train_count:>7,}  val {val_count:>6,}")
+    for warning in scan.warnings():
+        print(f"warning: {warning}")
+    for skipped in scan.skipped[:20]:
+        print(f"skipped: {skipped.path}: {skipped.reason}")
+    if len(scan.skipped) > 20:
+        print(f"... and {len(scan.skipped) - 20} more skipped files")
+    return 0
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from workbench.core.data.cache_folder import (
+        cache_usage,
+        clear_cache,
+        default_cache_dir,
+        usage_summary,
+    )
+    from workbench.core.units import byte_amount
+
+    folder = Path(args.cache_dir or default_cache_dir())
+    if folder.exists() and not folder.is_dir():
+        print(f"error: cache-dir: {folder} is a file, not a cache folder", file=sys.stderr)
+        return 2
+    if args.clear:
+        deleted = clear_cache(folder)
+        print(f"deleted {deleted.files:,} cached image(s), {byte_amount(deleted.bytes)}, "
+              f"from {folder}")
+    print(f"image cache: {folder}")
+    print(f"  {usage_summary(cache_usage(folder), folder)}")
+    return 0

@@ -1,0 +1,73 @@
+"""``workbench export`` and ``workbench predict``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser("export", help="export a trained model to verified TorchScript")
+    export.add_argument("model", help="a run folder, best_model.pt or a checkpoint (last.pt)")
+    export.add_argument("-o", "--output",
+                        help="output file (default: <run folder>/model_scripted.pt)")
+    export.set_defaults(handler=_cmd_export)
+
+    predict = sub.add_parser("predict", help="classify images with an exported model")
+    predict.add_argument("model", help="an exported TorchScript file; TorchScript is a program "
+                                        "and runs when loaded, so use only files you trust")
+    predict.add_argument("images", nargs="+", help="image files")
+    predict.add_argument("--topk", type=int, default=3)
+    predict.set_defaults(handler=_cmd_predict)
+
+
+def export_and_report(model_file: str, output: str) -> int:
+    from workbench.core.models.checkpoint_format import CheckpointError
+    from workbench.core.models.export import ExportError, export_model_file
+
+    try:
+        result = export_model_file(model_file, output)
+    except (ExportError, CheckpointError, OSError) as exc:
+        print(f"error: export failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"exported {result.path} ({len(result.class_names)} classes, "
+          f"{result.input_size}x{result.input_size} input) in {result.seconds:.1f} s")
+    print(f"verified: reloaded max abs diff {result.max_abs_diff:.2e}, "
+          f"fresh process max abs diff {result.subprocess_max_abs_diff:.2e}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from workbench.core.runs.run_folder import BEST_MODEL, EXPORT_FILE
+
+    source = Path(args.model)
+    if source.is_dir():
+        if not (source / BEST_MODEL).is_file():
+            print(f"error: {source} has no {BEST_MODEL}; is it a run folder?", file=sys.stderr)
+            return 2
+        output = args.output or str(source / EXPORT_FILE)
+        source = source / BEST_MODEL
+    else:
+        output = args.output or str(source.with_name(EXPORT_FILE))
+    return export_and_report(str(source), output)
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from workbench.core.models.export import ExportError
+    from workbench.core.models.prediction import predict_images
+
+    try:
+        predictions = predict_images(args.model, args.images, topk=args.topk)
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    failed = 0
+    for prediction in predictions:
+        if prediction.error:
+            failed += 1
+            print(f"{prediction.path}: error: {prediction.error}")
+            continue
+        ranked = ", ".join(f"{name} {prob:.3f}" for name, prob in prediction.top)
+        print(f"{prediction.path}: {ranked}")
+    return 1 if failed else 0

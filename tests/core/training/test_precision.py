@@ -20,7 +20,6 @@ from workbench.core.training.precision import (
 )
 from workbench.core.training.steps import NonFiniteLossError, StepContext, run_training_steps
 
-
 # Real cards: (name as CUDA reports it, compute capability, what "auto" trains in).
 CARDS = [
     ("NVIDIA GeForce GTX 1080", (6, 1), "float32"),

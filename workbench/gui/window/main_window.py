@@ -329,7 +329,7 @@ class MainWindow(QMainWindow):
         self.device_panel.measurements.start_probe(self.config_form.config())
 
     def _on_speed_probe_finished(self, result: object) -> None:
-        self.config_form.update_config(**result.fastest.config_changes)
+        self.config_form.update_config(**result.config_changes())
         self.log_panel.append_text("info", f"Speed probe: {result.describe()} Applied.")
 
     def _on_batch_size_found(self, result: object) -> None:

@@ -76,10 +76,21 @@ class SpeedProbeResult:
         timed = [row for row in self.rows if row.images_per_second is not None]
         return max(timed, key=lambda row: row.images_per_second) if timed else None
 
+    def config_changes(self) -> dict[str, Any]:
+        """The fields that select the fastest row; empty when there is none. A run uses
+        channels_last on CUDA only, so on the CPU that row's layout is shown, not applied."""
+        fastest = self.fastest
+        if fastest is None:
+            return {}
+        changes = dict(fastest.config_changes)
+        if not self.device.startswith("cuda"):
+            del changes["channels_last"]
+        return changes
+
     def apply_to(self, config: TrainConfig) -> TrainConfig:
         """``config`` with the fastest row's precision, layout and batch size."""
-        fastest = self.fastest
-        return config if fastest is None else config.replace(**fastest.config_changes)
+        changes = self.config_changes()
+        return config.replace(**changes) if changes else config
 
     def table(self) -> str:
         """The rows as a plain-text table, fastest marked, for the terminal and the window."""
@@ -103,9 +114,11 @@ class SpeedProbeResult:
         if fastest is None:
             reasons = sorted({row.error for row in self.rows}) or ["nothing was tried"]
             return f"No combination trained on {self.device}: {', '.join(reasons)}."
+        note = "" if self.device.startswith("cuda") else \
+            " A CPU run does not use channels_last, so only the batch size is applied."
         return (f"Fastest on {self.device}: {fastest.precision.label}, channels_last "
                 f"{'on' if fastest.channels_last else 'off'}, batch {fastest.batch_size} "
-                f"({fastest.images_per_second:,.1f} images/s).")
+                f"({fastest.images_per_second:,.1f} images/s).{note}")
 
 
 def probe_precisions(device: str) -> tuple[Precision, ...]:

@@ -16,6 +16,7 @@ from workbench.core.training.precision import (
     FLOAT32,
     CardInfo,
     precision_for_card,
+    precision_message,
     resolve_precision,
 )
 from workbench.core.training.steps import NonFiniteLossError, StepContext, run_training_steps
@@ -136,3 +137,17 @@ def test_a_nan_loss_without_a_grad_scaler_stops_before_the_update_under_bfloat16
     with pytest.raises(NonFiniteLossError, match="step 1: the loss is nan"):
         run_training_steps(ctx, batches, 1, model, lambda x, y: (x, y))
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_the_run_log_says_why_a_card_trains_in_float32_or_mixed_precision():
+    gtx = precision_for_card((7, 5), "NVIDIA GeForce GTX 1650", amp=True)
+    assert precision_message(gtx, True, "auto") == (
+        "Training in float32: NVIDIA GeForce GTX 1650 (compute capability 7.5) has no tensor "
+        "cores, where float16 autocast runs slower than float32, so amp is not used (set "
+        "amp_dtype float16 to force it).")
+    rtx = precision_for_card((8, 6), "NVIDIA GeForce RTX 3090", amp=True)
+    assert precision_message(rtx, True, "auto").startswith(
+        "Training in mixed bfloat16 precision (amp_dtype auto): NVIDIA GeForce RTX 3090")
+    assert precision_message(FLOAT32, True, "bfloat16") == \
+        "Mixed precision (amp) is a CUDA feature; this CPU run uses float32."
+    assert precision_message(FLOAT32, False, "auto") is None

@@ -127,3 +127,15 @@ def resolve_precision(amp: bool, amp_dtype: str, device: str,
         return FLOAT32
     card = card or CardInfo.of_device(device)
     return precision_for_card(card.capability, card.name, amp, amp_dtype)
+
+
+def precision_message(precision: Precision, amp: bool, amp_dtype: str) -> str | None:
+    """The run log's line about the precision chosen; None when amp is off (nothing to say)."""
+    if not amp:
+        return None
+    if not precision.autocast:
+        if precision.reason:
+            return f"Training in float32: {precision.reason}."
+        return "Mixed precision (amp) is a CUDA feature; this CPU run uses float32."
+    why = f": {precision.reason}" if precision.reason else ""
+    return f"Training in {precision.label} precision (amp_dtype {amp_dtype}){why}."

@@ -58,6 +58,8 @@ class SpeedMemoryPanel(QWidget):
         self.probe_label = QLabel("", self)
         self.probe_label.setWordWrap(False)
         self.probe_label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.probe_summary = QLabel("", self)
+        self.probe_summary.setWordWrap(True)
         self.memory_label = QLabel("", self)
         self.memory_label.setObjectName("memoryFit")
         self.memory_label.setWordWrap(True)
@@ -72,6 +74,7 @@ class SpeedMemoryPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.memory_label)
         layout.addLayout(row)
+        layout.addWidget(self.probe_summary)
         layout.addWidget(self.probe_label)
 
         self.probe_button.clicked.connect(self.probe_requested)
@@ -87,8 +90,9 @@ class SpeedMemoryPanel(QWidget):
         self._probe_stop = threading.Event()
         self._probe_runner.submit(probe_speed_stoppable, config, self._probe_stop)
         self.probe_button.setEnabled(False)
-        self.probe_label.setText(f"Timing a few real steps per combination on "
-                                 f"{config.device}\u2026")
+        self.probe_label.setText("")
+        self.probe_summary.setText(f"Timing a few real steps per combination on "
+                                   f"{config.device}\u2026")
 
     def check_memory(self, config: TrainConfig, num_classes: int) -> None:
         """Refresh the memory line for ``config`` unless nothing that matters changed."""
@@ -108,7 +112,7 @@ class SpeedMemoryPanel(QWidget):
         self._memory_key = None
         self.probe_button.setEnabled(True)
         if busy:
-            self.probe_label.setText("Speed probe stopped.")
+            self.probe_summary.setText("Speed probe stopped.")
 
     def is_busy(self) -> bool:
         """True while a probe or a memory check is queued or running."""
@@ -121,13 +125,14 @@ class SpeedMemoryPanel(QWidget):
     # ------------------------------------------------------------------ slots
     def _on_probe_done(self, result: Any) -> None:
         self.probe_button.setEnabled(True)
-        self.probe_label.setText(f"{result.table()}\n{result.describe()}")
+        self.probe_summary.setText(result.describe())
+        self.probe_label.setText(result.table())
         if result.fastest is not None:
             self.probe_finished.emit(result)
 
     def _on_probe_failed(self, message: str) -> None:
         self.probe_button.setEnabled(True)
-        self.probe_label.setText(f"The speed probe failed: {message}")
+        self.probe_summary.setText(f"The speed probe failed: {message}")
 
     def _on_memory_fit_done(self, fit: Any) -> None:
         self.memory_label.setProperty("role", "warning" if fit.warn else "")

@@ -51,6 +51,12 @@ class TrainConfig:
     resize_size: int = 256
     crop_size: int = 224
     train_hflip: bool = True
+    # standard crop: the random crop's share of the image area and its aspect-ratio range,
+    # as torchvision's RandomResizedCrop(scale=..., ratio=...)
+    crop_scale_min: float = 0.08
+    crop_scale_max: float = 1.0
+    crop_ratio_min: float = 3.0 / 4.0
+    crop_ratio_max: float = 4.0 / 3.0
     # optimisation
     epochs: int = 10
     # batch_size is per process: under torchrun with N processes the global batch is
@@ -198,6 +204,14 @@ class TrainConfig:
                 f"crop_size: {self.crop_size} is larger than resize_size {self.resize_size}; "
                 "crops must fit inside the resized image"
             )
+        if not 0.0 < self.crop_scale_min <= self.crop_scale_max <= 1.0:
+            problems.append(
+                f"crop_scale_min: the crop's area share must satisfy 0 < min <= max <= 1 "
+                f"(got {self.crop_scale_min} to {self.crop_scale_max})")
+        if not 0.0 < self.crop_ratio_min <= self.crop_ratio_max:
+            problems.append(
+                f"crop_ratio_min: the crop's aspect ratios must satisfy 0 < min <= max "
+                f"(got {self.crop_ratio_min} to {self.crop_ratio_max})")
         if self.epochs < 1:
             problems.append(f"epochs: must be at least 1 (got {self.epochs})")
         if self.batch_size < 1:

@@ -55,8 +55,8 @@ class TrainConfig:
     # as torchvision's RandomResizedCrop(scale=..., ratio=...)
     crop_scale_min: float = 0.08
     crop_scale_max: float = 1.0
-    crop_ratio_min: float = 3.0 / 4.0
-    crop_ratio_max: float = 4.0 / 3.0
+    crop_ratio_min: float = 0.75
+    crop_ratio_max: float = 1.333333  # 4/3 to the six decimals the form shows
     # optimisation
     epochs: int = 10
     # batch_size is per process: under torchrun with N processes the global batch is

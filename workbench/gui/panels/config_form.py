@@ -12,6 +12,10 @@ from PySide6.QtWidgets import QFileDialog, QFormLayout, QGroupBox, QLabel, QVBox
 
 from workbench.core.runs import config as cfg
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.model_defaults import (
+    apply_model_defaults,
+    full_finetune_for_random_weights,
+)
 from workbench.gui.widgets.form_fields import (
     Binding,
     CheckBinding,
@@ -29,6 +33,10 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                ("Fine-tune", "finetune"))),
     ("Crops", (("Crop mode", "crop_mode"), ("Crop strategy", "crop_strategy"),
                ("Resize (shorter side)", "resize_size"), ("Crop size", "crop_size"),
+               ("Crop area share, min", "crop_scale_min"),
+               ("Crop area share, max", "crop_scale_max"),
+               ("Crop aspect ratio, min", "crop_ratio_min"),
+               ("Crop aspect ratio, max", "crop_ratio_max"),
                ("", "train_hflip"))),
     ("Optimisation", (("Epochs", "epochs"), ("Batch size", "batch_size"),
                       ("Optimizer", "optimizer"), ("Learning rate", "lr"),
@@ -58,6 +66,10 @@ def _make_bindings() -> dict[str, Binding]:
         ComboBinding("crop_strategy", cfg.CROP_STRATEGIES),
         IntBinding("resize_size"),
         IntBinding("crop_size"),
+        FloatBinding("crop_scale_min", decimals=6, step=0.05),
+        FloatBinding("crop_scale_max", decimals=6, step=0.05),
+        FloatBinding("crop_ratio_min", decimals=6, step=0.05),
+        FloatBinding("crop_ratio_max", decimals=6, step=0.05),
         CheckBinding("train_hflip", "Random horizontal flip while training"),
         IntBinding("epochs"),
         IntBinding("batch_size"),
@@ -113,6 +125,12 @@ class ConfigForm(QWidget):
         self._other_problems.setProperty("role", "error")
         self._other_problems.setWordWrap(True)
         self._other_problems.setStyleSheet("color: #c62828;")
+        # Fields the user has edited here: choosing a model sets its defaults in the others.
+        self._edited: set[str] = set()
+        self._defaults_note = QLabel(self)
+        self._defaults_note.setObjectName("formDefaultsNote")
+        self._defaults_note.setWordWrap(True)
+        self._defaults_note.setVisible(False)
         self.cache_status = ImageCacheStatus(self)
         self._build_layout()
 
@@ -156,6 +174,10 @@ class ConfigForm(QWidget):
         """The editor of ``field`` (tests and the window use it to focus a field)."""
         return self._bindings[field].widget
 
+    def defaults_note_text(self) -> str:
+        """What the form last set by itself (a model's defaults, full fine-tuning), or ''."""
+        return self._defaults_note.text()
+
     def other_problems_text(self) -> str:
         """Problems of fields the form does not show, such as data_root."""
         return self._other_problems.text()
@@ -165,7 +187,21 @@ class ConfigForm(QWidget):
         value = self._bindings[field].value()
         if getattr(self._config, field) == value:
             return
-        self._config = self._config.replace(**{field: value})
+        self._edited.add(field)
+        edited = self._config.replace(**{field: value})
+        config, notes = edited, []
+        if field == "model":
+            config = apply_model_defaults(edited, self._edited)
+            if config != edited:
+                notes.append(f"{value} defaults applied to the fields not edited here.")
+        config, switched = full_finetune_for_random_weights(config, self._edited)
+        notes += [switched] if switched else []
+        self._defaults_note.setText(" ".join(notes))
+        self._defaults_note.setVisible(bool(notes))
+        if config != edited:
+            self.set_config(config)  # the widgets show what was set for the user
+            return
+        self._config = config
         self._config_updated()
 
     def _on_weights_file_browse(self) -> None:
@@ -225,6 +261,7 @@ class ConfigForm(QWidget):
     def _build_layout(self) -> None:
         layout = QVBoxLayout(self)
         layout.addWidget(self._other_problems)
+        layout.addWidget(self._defaults_note)
         for title, fields in _LAYOUT:
             group = QGroupBox(title, self)
             form = QFormLayout(group)

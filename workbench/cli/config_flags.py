@@ -11,6 +11,7 @@ from pathlib import Path
 from workbench.core.runs.config import (
     CROP_MODES,
     CROP_STRATEGIES,
+    EARLY_STOPPING,
     FINETUNE_MODES,
     IMBALANCE_OPTIONS,
     MODELS,
@@ -27,7 +28,7 @@ from workbench.core.runs.model_defaults import (
 _CHOICES = {
     "model": MODELS, "weights": WEIGHTS, "finetune": FINETUNE_MODES, "crop_mode": CROP_MODES,
     "crop_strategy": CROP_STRATEGIES, "optimizer": OPTIMIZERS, "scheduler": SCHEDULERS,
-    "imbalance": IMBALANCE_OPTIONS,
+    "imbalance": IMBALANCE_OPTIONS, "early_stopping": EARLY_STOPPING,
 }
 
 

@@ -28,7 +28,7 @@ def _cmd_lr_find(args: argparse.Namespace) -> int:
     from workbench.core.data.dataset_scan import DatasetError
     from workbench.core.devices.selection import DeviceError
     from workbench.core.models.building import WeightsError
-    from workbench.core.training.lr_finder import find_lr_for_config
+    from workbench.core.training.tuning.lr_finder import find_lr_for_config
 
     config = config_from_args(args)
     problems = config.validate()

@@ -18,6 +18,7 @@ OPTIMIZERS = ("sgd", "adamw")
 SCHEDULERS = ("step", "cosine", "none")
 IMBALANCE_OPTIONS = ("none", "weighted_loss", "weighted_sampler")
 AMP_DTYPES = ("auto", "float16", "bfloat16")
+EARLY_STOPPING = ("off", "val_loss", "val_accuracy")
 
 
 def default_workers() -> int:
@@ -70,6 +71,9 @@ class TrainConfig:
     lr_step_size: int = 7
     lr_gamma: float = 0.1
     imbalance: str = "none"
+    # stop once the watched validation figure has not improved for this many epochs
+    early_stopping: str = "off"
+    early_stopping_patience: int = 3
     # speed
     amp: bool = True
     amp_dtype: str = "auto"  # auto: bfloat16 where the GPU supports it, else float16
@@ -181,6 +185,7 @@ class TrainConfig:
         choice("scheduler", SCHEDULERS)
         choice("imbalance", IMBALANCE_OPTIONS)
         choice("amp_dtype", AMP_DTYPES)
+        choice("early_stopping", EARLY_STOPPING)
 
         if not self.data_root:
             problems.append("data_root: choose an image folder")
@@ -226,6 +231,9 @@ class TrainConfig:
             problems.append(f"lr_step_size: must be at least 1 (got {self.lr_step_size})")
         if not 0.0 < self.lr_gamma <= 1.0:
             problems.append(f"lr_gamma: must be in (0, 1] (got {self.lr_gamma})")
+        if self.early_stopping_patience < 1:
+            problems.append(f"early_stopping_patience: must be at least 1 epoch "
+                            f"(got {self.early_stopping_patience})")
         if self.workers < 0:
             problems.append(f"workers: must not be negative (got {self.workers})")
         if self.max_failed_images < 0:

@@ -42,7 +42,9 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                       ("Optimizer", "optimizer"), ("Learning rate", "lr"),
                       ("Momentum", "momentum"), ("Weight decay", "weight_decay"),
                       ("Scheduler", "scheduler"), ("Step size (epochs)", "lr_step_size"),
-                      ("Gamma", "lr_gamma"), ("Class imbalance", "imbalance"))),
+                      ("Gamma", "lr_gamma"), ("Class imbalance", "imbalance"),
+                      ("Early stopping", "early_stopping"),
+                      ("Patience (epochs)", "early_stopping_patience"))),
     ("Data and speed", (("Validation fraction", "val_fraction"), ("Loader workers", "workers"),
                         ("", "amp"), ("AMP precision", "amp_dtype"), ("", "channels_last"),
                         ("", "pin_memory"), ("", "cache_images"),
@@ -81,6 +83,8 @@ def _make_bindings() -> dict[str, Binding]:
         IntBinding("lr_step_size"),
         FloatBinding("lr_gamma", decimals=6, step=0.05),
         ComboBinding("imbalance", cfg.IMBALANCE_OPTIONS),
+        ComboBinding("early_stopping", cfg.EARLY_STOPPING),
+        IntBinding("early_stopping_patience"),
         FloatBinding("val_fraction", decimals=6, step=0.05),
         IntBinding("workers"),
         CheckBinding("amp", "Mixed precision (AMP, CUDA only)"),
@@ -252,6 +256,7 @@ class ConfigForm(QWidget):
             "momentum": config.optimizer == "sgd",
             "cache_features": config.finetune == "last_layer",
             "cache_dir": config.cache_images,
+            "early_stopping_patience": config.early_stopping != "off",
         }
         for field, used in relevant.items():
             row = self._rows[field]

@@ -14,7 +14,7 @@ from workbench.core.data.dataset_scan import scan_dataset
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.building import build_model
 from workbench.core.runs.config import TrainConfig
-from workbench.core.training.lr_finder import lr_range_test, suggest_lr
+from workbench.core.training.tuning.lr_finder import lr_range_test, suggest_lr
 
 
 @pytest.fixture(scope="module")

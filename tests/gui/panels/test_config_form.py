@@ -70,8 +70,8 @@ def _set_widget(form: ConfigForm, field: str, value: object) -> None:
     widget = form.field_widget(field)
     if hasattr(widget, "setValue"):
         widget.setValue(value)
-    elif hasattr(widget, "setCurrentText"):
-        widget.setCurrentText(str(value))
+    elif hasattr(widget, "findData"):  # a combo box lists labels; the value is the item data
+        widget.setCurrentIndex(widget.findData(value))
     else:  # a text field, possibly with a browse button
         widget.findChild(QLineEdit).setText(str(value))
 
@@ -97,22 +97,22 @@ INVALID_FIELDS = [
 def test_each_invalid_field_shows_the_engine_message_next_to_it(form, field, value):
     _set_widget(form, field, value)
 
-    expected = [p for p in form.config().validate() if p.startswith(f"{field}:")]
+    expected = [text for name, text in form.config().field_problems() if name == field]
     assert len(expected) == 1, form.config().validate()
     assert getattr(form.config(), field) == value
     assert form.field_problem_text(field) == expected[0]
     assert expected[0] in form.problems()
     row = form.findChild(FieldRow, f"field_{field}")
     assert row is not None and row.error_label.isVisible() and row.isEnabled()
-    problems = form.config().validate()
+    problems = form.config().field_problems()
     for other, _ in INVALID_FIELDS:  # every other field shows exactly its own messages
-        own = [p for p in problems if p.startswith(f"{other}:")]
+        own = [text for name, text in problems if name == other]
         assert form.field_problem_text(other) == "\n".join(own)
 
 
 def test_problem_clears_when_the_value_is_fixed(form):
     _set_widget(form, "lr", 0.0)
-    assert form.field_problem_text("lr").startswith("lr: must be greater than 0")
+    assert form.field_problem_text("lr").startswith("Learning rate (lr): must be greater than 0")
     _set_widget(form, "lr", 0.01)
     assert form.field_problem_text("lr") == ""
     assert form.problems() == []
@@ -125,24 +125,26 @@ def test_zero_can_be_typed_into_the_learning_rate(qtbot, form):
     qtbot.keyClicks(spin, "0")
     qtbot.keyClick(spin, Qt.Key.Key_Tab)
     assert form.config().lr == 0.0
-    assert form.field_problem_text("lr") == "lr: must be greater than 0 (got 0.0)"
+    assert form.field_problem_text("lr") == "Learning rate (lr): must be greater than 0 (got 0.0)"
 
 
 def test_text_and_choice_problems_are_shown_at_their_fields(form, tmp_path):
     form.update_config(model="small_cnn", weights="imagenet", output_dir="")
-    assert form.field_problem_text("weights").startswith("weights: small_cnn has no ImageNet")
-    assert form.field_problem_text("output_dir") == "output_dir: choose where runs are saved"
+    assert form.field_problem_text("weights").startswith(
+        "Starting weights (weights): small_cnn has no ImageNet")
+    assert form.field_problem_text("output_dir") == (
+        "Output folder (output_dir): choose where runs are saved")
 
     missing = tmp_path / "missing.pt"
     form.update_config(weights="file", weights_file=str(missing))
     assert form.field_problem_text("weights_file") == (
-        f"weights_file: file '{missing}' does not exist")
+        f"Weights file (weights_file): file '{missing}' does not exist")
 
 
 def test_problems_of_fields_the_form_does_not_show_are_listed_on_top(form):
     form.update_config(data_root="")
-    assert form.other_problems_text() == "data_root: choose an image folder"
-    assert "data_root: choose an image folder" in form.problems()
+    assert form.other_problems_text() == "Data folder (data_root): choose an image folder"
+    assert "Data folder (data_root): choose an image folder" in form.problems()
 
 
 def test_the_image_cache_folder_is_greyed_out_while_caching_is_off(form, tmp_path):

@@ -178,13 +178,14 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         applies=lambda c, x: c.amp and _uses_cuda(c, x),
         applies_text="with mixed precision on a CUDA GPU"),
     FieldDescription(
-        "channels_last", "channels_last memory format",
+        "channels_last", "Channels-last memory format",
         "Store images and weights channels-last, which a CUDA GPU's tensor cores run faster.",
         applies=_uses_cuda, applies_text=_CUDA_ONLY),
     FieldDescription(
         "workers", "Loader workers",
         "Processes that decode and resize images while the model trains; 0 loads them in the "
-        "training process.", unit="processes"),
+        "training process, and the default is one less than the CPU cores, at most 8.",
+        unit="processes"),
     FieldDescription(
         "pin_memory", "Pinned memory",
         "Page-locked host memory, for faster copies of each batch to the GPU.",

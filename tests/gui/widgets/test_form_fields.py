@@ -4,8 +4,8 @@ edits a spin box or combo box it passes over; a field the user clicked into take
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QPointF, Qt
-from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.panels.config_form import ConfigForm

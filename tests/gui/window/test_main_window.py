@@ -78,7 +78,8 @@ def test_invalid_learning_rate_is_flagged_and_start_disabled(qtbot, window, shap
     assert window.config_form.field_problem_text("lr") == (
         "Learning rate (lr): must be greater than 0 (got 0.0)")
     assert not window.controls.start_button.isEnabled()
-    assert window.controls.problem_label.text().startswith("Cannot start: Learning rate (lr): must be greater")
+    assert window.controls.problem_label.text().startswith(
+        "Cannot start: Learning rate (lr): must be greater")
     assert window.start_training() is False and not window.controller.is_running()
 
     lr.setValue(0.01)

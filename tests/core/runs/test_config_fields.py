@@ -84,6 +84,8 @@ def test_help_text_has_the_unit_values_condition_and_default():
     text = help_text("crop_mode", "five_crop")
     assert "five_crop = Five crops (corners + centre)" in text
     assert help_text("run_name", "").endswith("Default: empty.")
+    text = help_text("crop_mode", "five_crop", list_values=False)  # a combo lists the values
+    assert "five_crop" not in text and text.endswith("Default: Five crops (corners + centre).")
 
 
 def test_validation_messages_name_the_label_and_the_json_field(tmp_path):

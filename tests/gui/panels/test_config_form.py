@@ -185,6 +185,9 @@ def test_labels_tooltips_and_choices_come_from_the_field_descriptions(form):
         "Average the crops' logits (one prediction per image)")
     assert form.field_widget("finetune").currentText() == "Last layer only (frozen backbone)"
     assert "Unit: pixels." in form.field_widget("crop_size").toolTip()
+    assert form.field_widget("crop_strategy").toolTip().endswith(
+        "Used only with five or ten crops. Default: Average the crops' logits (one prediction "
+        "per image).")
 
 
 def _enabled(form: ConfigForm, field: str) -> bool:

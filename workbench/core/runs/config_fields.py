@@ -269,13 +269,21 @@ def applies(name: str, config: Any, context: FieldContext | None = None) -> bool
     return describe(name).applies(config, context or FieldContext())
 
 
-def help_text(name: str, default: Any = None) -> str:
-    """Help, unit, values and default in one paragraph (for tooltips and ``--help``)."""
+def help_text(name: str, default: Any = None, list_values: bool = True) -> str:
+    """Help, unit, values, when it applies and default in one paragraph.
+
+    Args:
+        name: the field.
+        default: the value shown as the default; None leaves the default out.
+        list_values: list every choice as ``value = label`` (the command line's ``--help``);
+            False where the choices are on screen already (a combo box's tooltip), which then
+            names the default by its label.
+    """
     description = describe(name)
     parts = [description.help]
     if description.unit:
         parts.append(f"Unit: {description.unit}.")
-    if description.choices:
+    if description.choices and list_values:
         listed = "; ".join(f"{value} = {label}" for value, label in description.choices.items())
         parts.append(f"Values: {listed}.")
     if description.applies_text:
@@ -284,5 +292,7 @@ def help_text(name: str, default: Any = None) -> str:
         shown = default if default != "" else "empty"
         if isinstance(default, bool):
             shown = "on" if default else "off"
+        elif description.choices and not list_values:
+            shown = description.choice_label(str(default))
         parts.append(f"Default: {shown}.")
     return " ".join(parts)

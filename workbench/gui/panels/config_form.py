@@ -226,7 +226,7 @@ class ConfigForm(QWidget):
             for field in fields:
                 row = FieldRow(self._bindings[field], group)
                 row.setObjectName(f"field_{field}")
-                row.set_help(help_text(field, getattr(defaults, field)))
+                row.set_help(help_text(field, getattr(defaults, field), list_values=False))
                 self._rows[field] = row
                 if isinstance(self._bindings[field], CheckBinding):
                     form.addRow("", row)  # the check box carries the label

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
+from PySide6.QtWidgets import QApplication, QComboBox, QScrollArea, QVBoxLayout, QWidget
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.panels.config_form import ConfigForm
+from workbench.gui.panels.device_panel import DevicePanel
 
 
 def wheel(widget: QWidget, steps: int) -> bool:
@@ -69,3 +70,27 @@ def test_a_focused_field_takes_the_wheel(qtbot):
     qtbot.waitUntil(scheduler.hasFocus)
     wheel(scheduler, -1)
     assert form.config().scheduler == "cosine"  # the next choice after "step"
+
+
+def test_the_wheel_over_the_device_choice_does_not_switch_the_device(qtbot):
+    panel = DevicePanel()
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    layout.addWidget(panel)
+    layout.addWidget(ConfigForm(TrainConfig()))
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(page)
+    area.resize(500, 300)
+    qtbot.addWidget(area)
+    area.show()
+    with qtbot.waitSignal(panel.devices_detected, timeout=60_000):
+        panel.start_detection()
+    combo = panel.findChild(QComboBox)
+    assert combo.isEnabled() and combo.count() >= 2  # auto and at least the CPU
+    bar = area.verticalScrollBar()
+
+    wheel(combo, -1)
+    wheel(combo, -1)
+    assert panel.device() == "auto" and combo.currentIndex() == 0
+    assert bar.value() > 0

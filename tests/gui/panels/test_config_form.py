@@ -166,6 +166,7 @@ def _label_of(form: ConfigForm, field: str) -> str:
     if isinstance(widget, QCheckBox):
         return widget.text()
     row = form.findChild(FieldRow, f"field_{field}")
+    assert row is not None, f"{field} has no row in the settings form (_LAYOUT)"
     layout = row.parentWidget().layout()
     return layout.labelForField(row).text()
 

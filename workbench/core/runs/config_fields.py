@@ -4,6 +4,10 @@ One description per field, read by the settings form (labels, tooltips, greyed-o
 the command line (``--help``) and ``TrainConfig.validate()`` (messages name the label, with the
 JSON field name in parentheses). This module sits below ``config.py`` and does not import it:
 the ``applies`` predicates read the config's attributes only.
+
+A new TrainConfig field needs a description here (``tests/core/runs/test_config_fields.py``
+fails until it has one), a row in the settings form's ``_LAYOUT`` unless another panel edits
+it, and its validation problems as ``(field, message)`` pairs in ``config.py``.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.window.main_window import MainWindow
@@ -47,6 +48,11 @@ def test_window_opens_and_names_the_device_it_will_use(qtbot, window):
     else:
         assert text.startswith("Training will use the CPU, because CUDA is unavailable")
     assert window.device_status.text() == text
+    # The form learns what detection found: CUDA-only settings apply only with a CUDA device.
+    for field in ("amp", "amp_dtype", "channels_last", "pin_memory"):
+        assert window.config_form.field_applies(field) == torch.cuda.is_available(), field
+        row = window.config_form.findChild(QWidget, f"field_{field}")
+        assert row.isEnabled() == torch.cuda.is_available(), field
 
 
 def test_choosing_a_folder_fills_the_dataset_panel_and_the_config(qtbot, window,
@@ -58,6 +64,9 @@ def test_choosing_a_folder_fills_the_dataset_panel_and_the_config(qtbot, window,
     assert window.config_form.config().data_root == str(shapes_dataset)
     assert str(shapes_dataset) in window.recent_folders()
     assert scan.describe() in window.log_panel.toPlainText()
+    # A folder with train/ and val/ folders needs no validation fraction: the form greys it out.
+    assert scan.layout == "train_val"
+    assert not window.config_form.findChild(QWidget, "field_val_fraction").isEnabled()
     assert window.controls.start_button.isEnabled()
 
 
@@ -66,9 +75,11 @@ def test_invalid_learning_rate_is_flagged_and_start_disabled(qtbot, window, shap
     lr = window.config_form.field_widget("lr")
 
     lr.setValue(0.0)
-    assert window.config_form.field_problem_text("lr") == "lr: must be greater than 0 (got 0.0)"
+    assert window.config_form.field_problem_text("lr") == (
+        "Learning rate (lr): must be greater than 0 (got 0.0)")
     assert not window.controls.start_button.isEnabled()
-    assert window.controls.problem_label.text().startswith("Cannot start: lr: must be greater")
+    assert window.controls.problem_label.text().startswith(
+        "Cannot start: Learning rate (lr): must be greater")
     assert window.start_training() is False and not window.controller.is_running()
 
     lr.setValue(0.01)

@@ -35,7 +35,9 @@ class TrainingControls(QWidget):
         self.pause_button.setText("Resume" if paused else "Pause")
         self.stop_button.setEnabled(running and not stopping)
         if problems and not running:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            others = len(problems) - 1
+            more = (f" (and {others} more problem{'s' if others > 1 else ''})" if others
+                    else "")
             self.problem_label.setText(f"Cannot start: {problems[0]}{more}")
             self.problem_label.setToolTip("\n".join(problems))
         else:

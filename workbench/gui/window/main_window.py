@@ -279,6 +279,7 @@ class MainWindow(QMainWindow):
         self._settings.set_recent_folders(self.recent_folders())
 
     def _on_dataset_scanned(self, scan: object) -> None:
+        self.config_form.set_dataset_split(scan.layout != "flat")  # val_fraction splits "flat"
         self.log_panel.append_text("info", scan.describe())
         for warning in scan.warnings():
             self.log_panel.append_text("warning", warning)
@@ -308,7 +309,9 @@ class MainWindow(QMainWindow):
         self.config_form.update_config(device=name)
         self.device_status.setText(self.device_panel.choice_text())
 
-    def _on_devices_detected(self, _choices: object) -> None:
+    def _on_devices_detected(self, choices: object) -> None:
+        self.config_form.set_cuda_available(
+            any(name.startswith("cuda") for name, _ in choices.devices))
         self.device_status.setText(self.device_panel.choice_text())
         freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QLabel,
     QMainWindow,
     QMessageBox,
     QWidget,
@@ -32,12 +31,16 @@ from workbench.gui.panels.log_panel import LogPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
+from workbench.gui.widgets.elided_label import ElidedLabel
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
+from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.workers.training_worker import TrainingController
+
+DEVICE_STATUS_WIDTH = 700  # of the status bar; the rest is for its messages
 
 if TYPE_CHECKING:  # both import pyqtgraph; see build_plot_panels
     from workbench.gui.panels.dataset_panel import DatasetPanel
@@ -57,7 +60,6 @@ class MainWindow(QMainWindow):
                  build_now: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle("Workbench")
-        self.resize(1500, 950)
         self.ask_before_closing_during_training = True
         self.close_timeout_s = 60.0
         self.last_error = ""
@@ -74,7 +76,8 @@ class MainWindow(QMainWindow):
         self.status_panel = RunStatusPanel()
         self.log_panel = LogPanel()
         self.results_panel = ResultsPanel()
-        self.device_status = QLabel("Detecting devices\u2026")
+        self.device_status = ElidedLabel("Detecting devices\u2026")
+        self.device_status.preferred_width = DEVICE_STATUS_WIDTH
         self.file_menu = FileMenu(self)
         self.run_follow = RunFollowController(self)
         layout = build_main_layout(
@@ -89,7 +92,7 @@ class MainWindow(QMainWindow):
         self.plots_placeholder = layout.plots_placeholder
         self.setCentralWidget(layout.central)
         self.statusBar().addPermanentWidget(self.device_status)
-        self.training_tab.insertWidget(0, self.run_follow.banner)
+        self.training_tab.layout().insertWidget(0, self.run_follow.banner)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
@@ -445,7 +448,7 @@ class MainWindow(QMainWindow):
         config = self._settings.load_config()
         self.config_form.set_config(config)
         self.device_panel.set_device(config.device)
-        self._settings.restore_window(self)
+        size_window_to_screen(self, restored=self._settings.restore_window(self))
 
     def show_error(self, title: str, text: str) -> None:
         """Log ``text`` and show it in a window-modal box that does not block the caller."""

@@ -103,14 +103,16 @@ class TrainingPlots(QWidget):
         self.flush()
 
     def set_run_start(self, event: RunStart) -> None:
-        """Fix the x axis to the run's epochs; show the card's total memory, or say that a CPU
-        run has no GPU memory figures."""
+        """Fix the x axis to the run's epochs (from 0 when earlier epochs are drawn already);
+        show the card's total memory, or say that a CPU run has no GPU memory figures."""
+        # A resumed run's earlier epochs, drawn before it started, stay in view.
+        first = 0 if any(len(curve.buffer) for curve in self._curves.values()) \
+            else event.start_epoch
         for plot in self._plots():
             # A fixed x range shows how far the run has come, and saves re-laying out the
             # x axis on every point.
             plot.enableAutoRange(axis="x", enable=False)
-            plot.setXRange(event.start_epoch, max(event.epochs, event.start_epoch + 1),
-                           padding=0.02)
+            plot.setXRange(first, max(event.epochs, event.start_epoch + 1), padding=0.02)
         if event.memory_total:
             mib = event.memory_total / MIB
             self.total_memory_line.setValue(mib)

@@ -52,5 +52,10 @@ def test_the_app_stops_before_qt_with_the_message(monkeypatch, capsys):
     monkeypatch.setattr(app, "check_platform_libraries",
                         lambda: check_platform_libraries(libraries=ABSENT))
 
+    def qt_reached() -> None:
+        raise AssertionError("the QApplication was created despite missing libraries")
+
+    monkeypatch.setattr(app, "create_application", qt_reached)
+
     assert app.main([]) == 1
     assert "sudo apt-get install libxcb-icccm4 libxcb-keysyms1" in capsys.readouterr().err

@@ -172,6 +172,10 @@ class TrainingPlots(QWidget):
         super().showEvent(event)
         self._update_curves(force=True)  # catch up on what arrived while hidden
 
+    def plot_items(self) -> tuple[pg.PlotItem, ...]:
+        """The five plots: loss, accuracy, memory, throughput, time waiting for data."""
+        return self._plots()
+
     # ------------------------------------------------------------------ refreshes
     def _update_curves(self, force: bool = False) -> None:
         if not force and not self.isVisible():

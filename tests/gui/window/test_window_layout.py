@@ -5,11 +5,11 @@ least ~150 px high, and long text never widens it."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QRect, QSize
 
 from workbench.core.runs.events import RunEnd
 from workbench.gui.window.main_window import MainWindow
-from workbench.gui.window.window_geometry import window_size_for
+from workbench.gui.window.window_geometry import fit_rect_to, window_size_for
 
 READABLE_PLOT_HEIGHT = 150
 SMALLEST_SCREEN = QSize(1280, 720)
@@ -55,6 +55,16 @@ def test_on_a_screen_the_window_fits_and_every_plot_is_readable(qtbot, window, s
     canvas = plots._canvas.viewport().rect()
     for plot in plots.plot_items():
         assert canvas.contains(plot.mapRectToScene(plot.boundingRect()).toRect()), plot
+
+
+def test_a_size_from_a_4k_screen_is_moved_and_shrunk_onto_a_laptop_screen():
+    laptop = QRect(0, 0, 1366, 728)  # 1366x768 less a task bar
+    assert window_size_for(QSize(3840, 2160)) == QSize(2560, 1600)
+
+    fitted = fit_rect_to(QRect(2000, 900, 2560, 1600), laptop)
+
+    assert laptop.contains(fitted) and fitted.width() <= 1350 and fitted.height() <= 688
+    assert fit_rect_to(QRect(100, 50, 800, 600), laptop) == QRect(100, 50, 800, 600)
 
 
 def test_a_failed_run_with_a_long_error_leaves_the_width_unchanged(qtbot, window):

@@ -26,7 +26,9 @@ class ElidedLabel(QLabel):
         super().__init__(text, parent)
         self._own_tooltip = ""
         self.preferred_width = PREFERRED_WIDTH  # the most its size hint asks for
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # Preferred: it asks for its text's width (up to preferred_width) and may be given as
+        # little as MINIMUM_WIDTH.
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self.setTextFormat(Qt.TextFormat.PlainText)
         self._update_tooltip()
 

@@ -2,7 +2,7 @@
 
 Usage (no display needed)::
 
-    xvfb-run -s "-screen 0 1600x1000x24" python -m workbench.gui.screenshot docs.png
+    xvfb-run -s "-screen 0 1920x1080x24" python -m workbench.gui.screenshot docs.png
 
 It opens the MainWindow, sized from the screen as a user's would be (so the screen size given to
 Xvfb is the screen shown), on the bundled demo dataset, trains the demo config for two short

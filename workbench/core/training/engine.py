@@ -108,12 +108,22 @@ def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
     if isinstance(exc, OSError) and not isinstance(exc, CheckpointSaveError) and exc.filename:
         return _Failure(f"'{exc.filename}': {describe_os_error(exc)}")  # e.g. the run folder
     if isinstance(exc, USER_ERRORS):
-        return _Failure(str(exc))
+        return _Failure(_without_worker_traceback(str(exc)))
     loader_problem = loader_failure_message(exc, config.workers, config.loader_timeout)
     if loader_problem:
         return _Failure(loader_problem, loader_failed=True)
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return _Failure(f"unexpected error: {detail}", trace="".join(traceback.format_exception(exc)))
+
+
+def _without_worker_traceback(text: str) -> str:
+    """The message of an error a loader process raised, without the traceback torch adds
+    ("Caught ... in DataLoader worker process 0. Original Traceback ...")."""
+    if not text.startswith("Caught ") or "Original Traceback" not in text:
+        return text
+    last = text.rstrip().splitlines()[-1]
+    name, separator, message = last.partition(": ")
+    return message if separator and name.replace(".", "_").isidentifier() else last
 
 
 def _failed(

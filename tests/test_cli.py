@@ -119,6 +119,19 @@ def test_find_batch_trains_growing_batches_with_the_train_flags(tmp_path):
     result = run_cli("find-batch", "--device", "cpu", "--max-batch", "0", "--model",
                      "small_cnn", "--weights", "none", cwd=tmp_path)
     assert result.returncode == 2 and "max_batch must be at least 1" in result.stderr
+    assert "no data_root given: assuming 10 classes" in result.stderr
+
+
+def test_find_batch_says_why_the_data_folder_cannot_be_read(tmp_path, capsys):
+    from workbench.cli import main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["find-batch", "--data-root", str(empty), "--model", "small_cnn",
+                 "--weights", "none", "--device", "cpu", "--max-batch", "1"]) == 2
+    error = capsys.readouterr().err
+    assert f"error: data_root: {empty}: no class subfolders" in error
+    assert not [line for line in error.splitlines() if line.startswith("  batch ")]  # no try
 
 
 def test_devices_and_scan(tmp_path):
@@ -131,6 +144,27 @@ def test_devices_and_scan(tmp_path):
     assert result.returncode == 0
     assert "2 classes" in result.stdout and "imbalanced" in result.stdout
     assert "readme.txt" in result.stdout
+
+
+def test_scan_opens_every_header_and_lists_broken_images_as_skipped(tmp_path, capsys):
+    from workbench.cli import main
+
+    data = write_shape_dataset(tmp_path / "flat", classes=("circle", "square"), per_class=4,
+                               size=(32, 32))
+    broken = data / "circle" / "broken.png"
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    renamed_text = data / "square" / "notes.jpg"
+    renamed_text.write_text("not a photo")
+
+    assert main(["scan", str(data)]) == 0
+    shown = capsys.readouterr().out
+    assert "8 train / val images" not in shown
+    assert shown.startswith("2 classes, 6 train / 2 val images")  # the 2 broken left out
+    assert f"skipped: {broken}: not an image Pillow can identify" in shown
+    assert f"skipped: {renamed_text}: not an image Pillow can identify" in shown
+
+    assert main(["scan", str(data), "--no-header-check"]) == 0
+    assert "broken.png" not in capsys.readouterr().out
 
 
 def test_torchrun_two_processes_share_each_epoch(trained_run, tmp_path):

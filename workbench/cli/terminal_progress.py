@@ -95,10 +95,11 @@ class TerminalProgress(Callback):
         self._print(prefix + event.text)
 
     def on_run_end(self, event: RunEnd) -> None:
-        self._print(
-            f"run {event.status} after {event.epochs_completed} epoch(s) in {event.seconds:.1f} s; "
-            f"best val accuracy {event.best_val_accuracy:.3f} (epoch {event.best_epoch})"
-        )
+        # Before its first epoch a run has no best epoch to speak of.
+        best = (f"; best val accuracy {event.best_val_accuracy:.3f} (epoch {event.best_epoch})"
+                if event.best_epoch else "")
+        self._print(f"run {event.status} after {event.epochs_completed} epoch(s) in "
+                    f"{event.seconds:.1f} s{best}")
         if event.best_model_path:
             self._print(f"best model: {event.best_model_path}")
         if event.last_checkpoint_path:

@@ -104,3 +104,25 @@ def test_a_loader_process_that_cannot_write_the_log_stops_the_run_with_the_reaso
     assert end.status == "failed"
     assert end.error.startswith(f"{Path(end.run_dir) / DECODE_FAILURES}: cannot record")
     assert "Traceback" not in end.error and "broken.png" in end.error
+
+
+def test_a_run_that_fails_before_its_first_epoch_claims_no_best_epoch(tmp_path: Path) -> None:
+    data = write_shape_dataset(tmp_path / "data", per_class=4, size=(40, 32),
+                               layout="train_val", val_per_class=1)
+    (data / "train" / "circle" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    terminal = io.StringIO()
+    # No failed image allowed: the first epoch's first bad batch ends the run.
+    end = train(_config(data, tmp_path / "runs", max_failed_images=0, epochs=1),
+                TerminalProgress(terminal))
+
+    output = terminal.getvalue()
+    assert end.status == "failed" and "max_failed_images" in end.error
+    assert end.epochs_completed == 0 and end.best_epoch == 0
+    assert end.best_val_accuracy == 0.0 and end.last_checkpoint_path == ""
+    assert "best val accuracy" not in output and "-1.000" not in output
+    assert "run failed after 0 epoch(s)" in output
+    # The folder is there, and the terminal says why and what it holds.
+    run_dir = Path(end.run_dir)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", DECODE_FAILURES,
+                                                         "metrics.jsonl"]
+    assert f"No epoch finished, so nothing was saved; the run folder {run_dir} is kept" in output

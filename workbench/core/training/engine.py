@@ -137,11 +137,17 @@ def _failed(
     if failure.trace:
         events.on_message(Message("error", failure.trace.rstrip()))
     events.on_message(Message("error", f"Training failed: {failure.text}"))
+    if session is not None and session.run_dir and not session.last_checkpoint_path:
+        events.on_message(Message("info", (
+            f"No epoch finished, so nothing was saved; the run folder {session.run_dir} is "
+            "kept as the record of this attempt (config.json, and metrics.jsonl with the "
+            "error). Delete it if you do not need it.")))
     end = RunEnd(
         status="failed",
         epochs_completed=session.epochs_completed if session else 0,
         best_epoch=session.best_epoch if session else 0,
-        best_val_accuracy=session.best_val_accuracy if session else 0.0,
+        # -1 means "no epoch yet" inside the session; the event says 0, as a cancel does.
+        best_val_accuracy=max(session.best_val_accuracy, 0.0) if session else 0.0,
         run_dir=str(session.run_dir) if session and session.run_dir else "",
         best_model_path=session.best_model_path if session else "",
         last_checkpoint_path=session.last_checkpoint_path if session else "",

@@ -264,3 +264,31 @@ def test_single_class_folder_is_refused(tmp_path):
                                size=(40, 32), layout="flat")
     end = train(tiny_config(root, tmp_path / "runs"))
     assert end.status == "failed" and "at least 2 class folders" in end.error
+
+
+def test_resume_keeps_the_learning_rate_schedule(tmp_path):
+    # The default step schedule decays every 7 epochs: a run stopped after epoch 3 and resumed
+    # must still decay at epoch 7 (and not at 3 + 7), epoch for epoch like a run of 8.
+    data = write_shape_dataset(tmp_path / "data", per_class=2, size=(32, 32),
+                               layout="train_val", val_per_class=1)
+    config = TrainConfig(
+        data_root=str(data), model="small_cnn", weights="none", crop_mode="standard",
+        resize_size=28, crop_size=28, batch_size=8, epochs=8, optimizer="sgd", lr=0.01,
+        scheduler="step", workers=0, output_dir=str(tmp_path / "runs"), cache_images=False,
+        seed=5,
+    )
+    assert (config.lr_step_size, config.lr_gamma) == (7, 0.1)  # the defaults under test
+    straight, first, resumed = Recorder(), Recorder(), Recorder()
+    train(config.replace(run_name="straight"), straight)
+    stopped = train(config.replace(run_name="first", epochs=3), first)
+    end = train(config.replace(resume=stopped.last_checkpoint_path), resumed)
+
+    assert end.status == "completed" and end.epochs_completed == 8
+    straight_lrs = [e.lr for e in straight.events("on_epoch_end")]
+    resumed_lrs = [e.lr for e in first.events("on_epoch_end") + resumed.events("on_epoch_end")]
+    assert len(straight_lrs) == len(resumed_lrs) == 8
+    assert straight_lrs == pytest.approx(resumed_lrs, rel=1e-9)
+    # And the schedule itself: epochs 1-6 end at 0.01; the 7th step decays it tenfold.
+    assert straight_lrs == pytest.approx([0.01] * 6 + [0.001] * 2, rel=1e-9)
+    step_lrs = [s.lr for s in resumed.events("on_step")]
+    assert step_lrs == pytest.approx([0.01] * 4 + [0.001], rel=1e-9)  # epochs 4..8

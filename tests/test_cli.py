@@ -45,21 +45,15 @@ def test_train_with_flags_prints_progress_and_exports(trained_run):
 
 
 def test_the_run_summary_says_what_limited_the_speed(trained_run):
-    from workbench.core.runs.config import TrainConfig
-    from workbench.core.runs.events import StepStats
-    from workbench.core.runs.run_folder import read_metrics
-    from workbench.core.training.bottleneck import diagnose
-
+    # A known case: the images stay on the device (cropped there in microseconds) while
+    # resnet18 trains in full on the CPU, so the steps hardly wait and the model is the limit.
     _, _, run_dir, result = trained_run
+    assert "stay on cpu" in result.stderr  # RunStart: images on the device
     lines = [line for line in result.stderr.splitlines() if line.startswith("bottleneck: ")]
     assert len(lines) == 1, result.stderr
-    # The same judgement, made again from the step events the run wrote to metrics.jsonl.
-    names = set(StepStats.__dataclass_fields__)
-    steps = [StepStats(**{k: v for k, v in e.items() if k in names})
-             for e in read_metrics(run_dir) if e["event"] == "StepStats"]
-    expected = diagnose(steps, TrainConfig.load(run_dir), device="cpu")
-    assert lines[0] == f"bottleneck: {expected.sentence}"
-    assert lines[0].split(": ")[1] in ("Input-bound", "Compute-bound", "Balanced")
+    assert lines[0].startswith("bottleneck: Compute-bound: the CPU computes "), lines[0]
+    assert "a CUDA GPU; on the CPU the model itself is the limit" in lines[0]
+    assert "finetune last_layer with the feature cache" in lines[0]
 
 
 def test_predict_prints_top_classes(trained_run):

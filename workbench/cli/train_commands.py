@@ -10,6 +10,9 @@ from workbench.cli.config_flags import add_config_flags, config_from_args, print
 from workbench.cli.model_commands import export_and_report
 from workbench.core.runs.config import TrainConfig
 
+# find-batch without a data folder sizes the model's head for this many classes.
+ASSUMED_CLASSES = 10
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train a model from a config file and/or flags")
@@ -74,10 +77,17 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
     if problems:
         print_problems(problems)
         return 2
-    try:
-        classes = len(scan_dataset(config.data_root).class_names) if config.data_root else 10
-    except DatasetError:
-        classes = 10
+    if config.data_root:
+        try:
+            classes = len(scan_dataset(config.data_root).class_names)
+        except DatasetError as exc:
+            print(f"error: data_root: {exc} (find-batch reads the folder for the number of "
+                  "classes; leave data_root out to assume 10)", file=sys.stderr)
+            return 2
+    else:
+        classes = ASSUMED_CLASSES
+        print(f"no data_root given: assuming {classes} classes (the head's size barely "
+              "changes the memory a batch needs)", file=sys.stderr)
 
     def report(batch: int, fitted: bool, peak: int | None) -> None:
         memory = f", {peak_memory_text(peak, device)}" if fitted and peak else ""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
@@ -90,16 +92,29 @@ def test_imbalanced_folder_offers_both_remedies(qtbot, panel, tmp_path):
     assert blocker.args == ["weighted_loss"]
 
 
-def test_skipped_files_are_listed_with_their_reason(qtbot, panel, tmp_path):
+def test_skipped_files_are_listed_with_their_reason(qtbot, panel, tmp_path, monkeypatch):
     root = write_shape_dataset(tmp_path / "messy", per_class=6)
     (root / "circle" / "notes.txt").write_text("not a picture")
     (root / "square" / "broken.jpg").write_bytes(b"")
-    scan_folder(qtbot, panel, root)
+    (root / "cross" / "garbage.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    opened_on_the_ui_thread: list[bool] = []
+    real_open = Image.open
+
+    def recording_open(*args, **kwargs):
+        opened_on_the_ui_thread.append(threading.current_thread() is threading.main_thread())
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(Image, "open", recording_open)
+    scan = scan_folder(qtbot, panel, root)
 
     texts = issue_texts(panel)
     assert "circle/notes.txt: not an image file (extension .txt)" in texts
     assert "square/broken.jpg: empty file (0 bytes)" in texts
-    assert panel.issues_group.title() == "Files left out and other problems (2)"
+    # The header check opened every image, in the pool: the window stayed responsive.
+    assert "cross/garbage.png: not an image Pillow can identify" in texts
+    assert panel.issues_group.title() == "Files left out and other problems (3)"
+    assert len(scan.train) + len(scan.val) == 24
+    assert len(opened_on_the_ui_thread) >= 25 and not any(opened_on_the_ui_thread)
 
 
 def test_a_missing_folder_shows_the_error_in_the_panel(qtbot, panel, tmp_path):

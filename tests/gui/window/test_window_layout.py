@@ -100,4 +100,4 @@ def test_a_long_start_problem_leaves_the_window_and_the_plots_unchanged(qtbot, w
     assert window.width() == width and window.minimumSizeHint().width() == minimum
     assert window.controls.height() == controls and window.plots.height() == plots
     label = window.controls.problem_label
-    assert label.text().startswith("Cannot start: data_root") and label.is_elided()
+    assert label.text().startswith("Cannot start: Data folder (data_root)") and label.is_elided()

@@ -108,12 +108,22 @@ def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
     if isinstance(exc, OSError) and not isinstance(exc, CheckpointSaveError) and exc.filename:
         return _Failure(f"'{exc.filename}': {describe_os_error(exc)}")  # e.g. the run folder
     if isinstance(exc, USER_ERRORS):
-        return _Failure(str(exc))
+        return _Failure(_without_worker_traceback(str(exc)))
     loader_problem = loader_failure_message(exc, config.workers, config.loader_timeout)
     if loader_problem:
         return _Failure(loader_problem, loader_failed=True)
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return _Failure(f"unexpected error: {detail}", trace="".join(traceback.format_exception(exc)))
+
+
+def _without_worker_traceback(text: str) -> str:
+    """The message of an error a loader process raised, without the traceback torch adds
+    ("Caught ... in DataLoader worker process 0. Original Traceback ...")."""
+    if not text.startswith("Caught ") or "Original Traceback" not in text:
+        return text
+    last = text.rstrip().splitlines()[-1]
+    name, separator, message = last.partition(": ")
+    return message if separator and name.replace(".", "_").isidentifier() else last
 
 
 def _failed(
@@ -127,11 +137,17 @@ def _failed(
     if failure.trace:
         events.on_message(Message("error", failure.trace.rstrip()))
     events.on_message(Message("error", f"Training failed: {failure.text}"))
+    if session is not None and session.run_dir and not session.last_checkpoint_path:
+        events.on_message(Message("info", (
+            f"No epoch finished, so nothing was saved; the run folder {session.run_dir} is "
+            "kept as the record of this attempt (config.json, and metrics.jsonl with the "
+            "error). Delete it if you do not need it.")))
     end = RunEnd(
         status="failed",
         epochs_completed=session.epochs_completed if session else 0,
         best_epoch=session.best_epoch if session else 0,
-        best_val_accuracy=session.best_val_accuracy if session else 0.0,
+        # -1 means "no epoch yet" inside the session; the event says 0, as a cancel does.
+        best_val_accuracy=max(session.best_val_accuracy, 0.0) if session else 0.0,
         run_dir=str(session.run_dir) if session and session.run_dir else "",
         best_model_path=session.best_model_path if session else "",
         last_checkpoint_path=session.last_checkpoint_path if session else "",

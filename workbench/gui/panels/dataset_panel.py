@@ -42,10 +42,12 @@ WEIGHTED_SAMPLER = "weighted_sampler"
 
 
 def run_scan(root: str, val_fraction: float, seed: int) -> DatasetScan:
-    """Pool thread: scan ``root``. Imported here so building the panel does not load torch."""
+    """Pool thread: scan ``root``, opening every image's header (nothing is decoded), so a
+    file Pillow cannot read is listed as left out now rather than found in training.
+    Imported here so building the panel does not load torch."""
     from workbench.core.data.dataset_scan import scan_dataset
 
-    return scan_dataset(root, val_fraction=val_fraction, seed=seed)
+    return scan_dataset(root, val_fraction=val_fraction, seed=seed, verify=True)
 
 
 def layout_text(scan: DatasetScan) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import pyqtgraph as pg
@@ -20,11 +21,14 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.core.runs.events import EpochEnd, RunStart, StepStats
+from workbench.core.training.bottleneck import INPUT_BOUND_SHARE, WARMUP_STEPS
 from workbench.gui.widgets.ring_buffer import RingBuffer
 
 STEP_CAPACITY = 20_000
 EPOCH_CAPACITY = 2_000
-STARVING_PERCENT = 30.0
+STARVING_PERCENT = 100.0 * INPUT_BOUND_SHARE
+# Recent steps whose waiting share decides the red band: enough to ride out one slow batch.
+STARVING_WINDOW = 20
 MIB = 1024.0**2
 AXIS_COLOUR = "#444444"
 TITLE_SIZE = "9pt"
@@ -84,6 +88,7 @@ class TrainingPlots(QWidget):
             self._canvas.ci.layout.setColumnStretchFactor(column, 1)
         self._canvas.setMinimumHeight(3 * MINIMUM_PLOT_HEIGHT)
         self._show_memory_curves(gpu=False)
+        self._recent_wait: deque[tuple[float, float]] = deque(maxlen=STARVING_WINDOW)
         self._redraws = 0
         self._timer = QTimer(self)
         self._timer.setInterval(refresh_ms)
@@ -98,6 +103,8 @@ class TrainingPlots(QWidget):
         for curve in self._curves.values():
             curve.buffer.clear()
         self.total_memory_line.hide()
+        self._recent_wait.clear()
+        self._update_starving()
         for plot in self._plots():
             plot.enableAutoRange(axis="x", enable=True)
         self.flush()
@@ -132,6 +139,8 @@ class TrainingPlots(QWidget):
         self._append("accuracy_smoothed", x, 100.0 * event.accuracy_smoothed)
         self._append("throughput", x, event.images_per_second)
         self._append("data_wait", x, 100.0 * event.data_wait_fraction)
+        if event.step > WARMUP_STEPS:  # loader start-up is not starvation
+            self._recent_wait.append((event.data_wait_s, event.compute_s))
         for name, value in (("memory_allocated", event.memory_allocated),
                             ("memory_reserved", event.memory_reserved),
                             ("memory_peak", event.memory_peak)):
@@ -160,6 +169,12 @@ class TrainingPlots(QWidget):
         return 0 if xs is None else len(xs)
 
     @property
+    def starving(self) -> bool:
+        """Whether the plot shows the red band: the recent steps waited at least
+        ``STARVING_PERCENT`` of their time for data (the bottleneck's input-bound share)."""
+        return self.starving_band.isVisible()
+
+    @property
     def redraw_count(self) -> int:
         """How many times the timer has called ``setData`` on some curve."""
         return self._redraws
@@ -180,11 +195,21 @@ class TrainingPlots(QWidget):
     def _update_curves(self, force: bool = False) -> None:
         if not force and not self.isVisible():
             return  # buffers keep their changed flags; showEvent redraws
+        self._update_starving()
         for curve in self._curves.values():
             if curve.buffer.changed:
                 curve.buffer.changed = False
                 curve.item.setData(*curve.buffer.data())
                 self._redraws += 1
+
+    def _update_starving(self) -> None:
+        """Red band and words only while the recent steps wait too long for data."""
+        wait = sum(w for w, _ in self._recent_wait)
+        total = wait + sum(c for _, c in self._recent_wait)
+        starving = total > 0 and 100.0 * wait / total >= STARVING_PERCENT
+        if starving != self.starving_band.isVisible():
+            self.starving_band.setVisible(starving)
+            self.starving_label.setVisible(starving)
 
     def _show_memory_curves(self, gpu: bool) -> None:
         """GPU runs draw allocator figures; CPU runs draw the process's resident memory, and
@@ -289,14 +314,16 @@ class TrainingPlots(QWidget):
         self._add_curve(self.throughput_plot, "throughput", "images/s",
                         pg.mkPen("#17becf", width=2), legend=False)
         plot = self.data_wait_plot
-        band = pg.LinearRegionItem(values=(STARVING_PERCENT, 100.0), orientation="horizontal",
-                                   movable=False, brush=pg.mkBrush(214, 39, 40, 40),
-                                   pen=pg.mkPen(None))
-        plot.addItem(band, ignoreBounds=True)
+        self.starving_band = pg.LinearRegionItem(
+            values=(STARVING_PERCENT, 100.0), orientation="horizontal", movable=False,
+            brush=pg.mkBrush(214, 39, 40, 40), pen=pg.mkPen(None))
+        plot.addItem(self.starving_band, ignoreBounds=True)
         self.starving_label = pg.TextItem("input pipeline is starving the device",
                                           color="#b71c1c", anchor=(0, 0))
         self.starving_label.setParentItem(plot.getViewBox())
         self.starving_label.setPos(6, 4)
+        self.starving_band.hide()  # until steps show it (see _update_starving)
+        self.starving_label.hide()
         self._add_curve(plot, "data_wait", "waiting for data", pg.mkPen("#8c564b", width=2),
                         legend=False)
         plot.setYRange(0, 100, padding=0)

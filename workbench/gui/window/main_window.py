@@ -98,6 +98,7 @@ class MainWindow(QMainWindow):
         self.device_panel.batch_search_requested.connect(self._on_batch_search_requested)
         self.device_panel.batch_size_found.connect(self._on_batch_size_found)
         self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
+        self.device_panel.batch_search_not_needed.connect(self._on_batch_search_not_needed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
@@ -323,6 +324,9 @@ class MainWindow(QMainWindow):
 
     def _on_batch_search_failed(self, message: str) -> None:
         self.log_panel.append_text("warning", f"Batch size search: {message}")
+
+    def _on_batch_search_not_needed(self, message: str) -> None:
+        self.log_panel.append_text("info", message)
 
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:

@@ -250,8 +250,8 @@ def find_batch_size(
     return BatchSizeResult(
         batch_size=max(1, int(largest * margin)) if largest else 0,
         largest_fitting=largest, first_failing=failing, peak_memory=peaks, tried=tried,
-        device=device, precision=precision, crops_per_sample=config.crops_per_sample, max_batch=max_batch, margin=margin,
-        cancelled=cancelled,
+        device=device, precision=precision, crops_per_sample=config.crops_per_sample,
+        max_batch=max_batch, margin=margin, cancelled=cancelled,
     )
 
 

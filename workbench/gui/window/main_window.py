@@ -32,6 +32,7 @@ from workbench.gui.panels.log_panel import LogPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
+from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
@@ -75,6 +76,7 @@ class MainWindow(QMainWindow):
         self.log_panel = LogPanel()
         self.results_panel = ResultsPanel()
         self.device_status = QLabel("Detecting devices\u2026")
+        self.download_bar = DownloadProgressBar()
         self.file_menu = FileMenu(self)
         self.run_follow = RunFollowController(self)
         layout = build_main_layout(
@@ -88,6 +90,7 @@ class MainWindow(QMainWindow):
         self.plots_page = layout.plots_page
         self.plots_placeholder = layout.plots_placeholder
         self.setCentralWidget(layout.central)
+        self.statusBar().addPermanentWidget(self.download_bar)
         self.statusBar().addPermanentWidget(self.device_status)
         self.training_tab.insertWidget(0, self.run_follow.banner)
 
@@ -106,6 +109,8 @@ class MainWindow(QMainWindow):
         self.controller.step_finished.connect(self._on_step_finished)
         self.controller.epoch_ended.connect(self._on_epoch_ended)
         self.controller.message_logged.connect(self.log_panel.append_message)
+        self.controller.progress_reported.connect(self.download_bar.show_progress)
+        self.download_bar.cancel_requested.connect(self._on_stop_clicked)
         self.controller.run_ended.connect(self._on_run_ended)
         self.controller.errored.connect(self._on_training_errored)
         self.controller.finished.connect(self._on_training_finished)
@@ -347,6 +352,7 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_run_started(self, event: RunStart) -> None:
+        self.download_bar.finish()
         self.status_panel.show_run_start(event)
         self._plots().set_run_start(event)
         self.results_panel.show_run_start(event)
@@ -369,6 +375,7 @@ class MainWindow(QMainWindow):
                     f"accuracy {100 * event.val_accuracy:.1f}%{best}")
 
     def _on_run_ended(self, event: RunEnd) -> None:
+        self.download_bar.finish()
         if self.config_form.config().resume:  # resuming is for that one run; Start starts anew
             self.config_form.update_config(resume="")
         self._plots().flush()

@@ -20,8 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="export the best model to TorchScript when training completes")
     add_config_flags(train)
     train.set_defaults(handler=_cmd_train)
-    find = sub.add_parser("find-batch", help="find the largest batch that trains on the device "
-                                             "(same settings as train)")
+    find = sub.add_parser("find-batch", help="find the largest batch that trains on a GPU "
+                                             "(same settings as train; the CPU has no limit "
+                                             "to find)")
     find.add_argument("--config",
                       help="a TrainConfig JSON file, a run's config.json or its run folder")
     find.add_argument("--max-batch", type=int, default=None,

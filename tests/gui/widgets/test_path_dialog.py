@@ -9,7 +9,8 @@ from workbench.gui.widgets.path_dialog import PathDialog
 from workbench.gui.window.main_window import MainWindow
 
 
-@pytest.mark.qt_log_ignore("does not support QPlatformServices")  # offscreen: no file manager
+# Qt's warning that nothing can open files: offscreen always, xcb without xdg-open.
+@pytest.mark.qt_log_ignore("does not support QPlatformServices", "Unable to detect a launcher")
 def test_open_run_folder_without_a_file_manager_shows_the_path_to_copy(qtbot, tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -11,7 +11,15 @@ from typing import TextIO
 
 from workbench.core.data.decode_failures import read_failure_log, read_warning_log
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+from workbench.core.runs.events import (
+    Callback,
+    EpochEnd,
+    Message,
+    Progress,
+    RunEnd,
+    RunStart,
+    StepStats,
+)
 from workbench.core.runs.run_folder import DECODE_FAILURES
 from workbench.core.training.bottleneck import UNKNOWN, BottleneckMonitor
 from workbench.core.units import GIB
@@ -39,6 +47,7 @@ class TerminalProgress(Callback):
         self._last_draw = 0.0
         self._last_percent = -1
         self._line_open = False
+        self._last_progress_step = -1
 
     def _print(self, text: str) -> None:
         if self._line_open:
@@ -93,6 +102,18 @@ class TerminalProgress(Callback):
     def on_message(self, event: Message) -> None:
         prefix = "" if event.level == "info" else f"{event.level}: "
         self._print(prefix + event.text)
+
+    def on_progress(self, event: Progress) -> None:
+        if self.interactive:
+            self.stream.write(f"\r{event.describe()}   ")
+            self.stream.flush()
+            self._line_open = True
+            return
+        # A pipe gets a line a quarter (every 10 MB when the size is unknown).
+        step = event.done // 10_000_000 if event.fraction is None else int(4 * event.fraction)
+        if step != self._last_progress_step:
+            self._last_progress_step = step
+            self._print(event.describe())
 
     def on_run_end(self, event: RunEnd) -> None:
         # Before its first epoch a run has no best epoch to speak of.

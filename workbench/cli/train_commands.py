@@ -23,12 +23,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="export the best model to TorchScript when training completes")
     add_config_flags(train)
     train.set_defaults(handler=_cmd_train)
-    find = sub.add_parser("find-batch", help="find the largest batch that trains on the device "
-                                             "(same settings as train)")
+    find = sub.add_parser("find-batch", help="find the largest batch that trains on a GPU "
+                                             "(same settings as train; the CPU has no limit "
+                                             "to find)")
     find.add_argument("--config",
                       help="a TrainConfig JSON file, a run's config.json or its run folder")
     find.add_argument("--max-batch", type=int, default=None,
-                      help="the largest batch to try (default 1024 on CUDA, 64 on the CPU)")
+                      help="the largest batch to try (default 1024); on the CPU there is no "
+                           "memory limit to find and nothing is tried")
     add_config_flags(find)
     find.set_defaults(handler=_cmd_find_batch)
     demo = sub.add_parser("demo", help="train and export on the bundled demo dataset (no network)")
@@ -101,7 +103,7 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(result.describe())
-    return 0 if result.largest_fitting else 1
+    return 0 if result.largest_fitting or result.no_memory_limit else 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

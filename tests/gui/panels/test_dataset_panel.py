@@ -191,3 +191,29 @@ def test_dropping_a_folder_scans_it_and_a_file_is_refused(qtbot, panel, tmp_path
     assert drop.isAccepted()
     assert panel.folder() == str(root)
     assert panel.scan().root == str(root)
+
+
+def test_the_thumbnails_switch_to_validation_images_and_filter_by_class(qtbot, panel, tmp_path):
+    root = write_shape_dataset(tmp_path / "tv", classes=("circle", "cross", "square"),
+                               per_class=[6, 4, 5], size=(32, 32), layout="train_val",
+                               val_per_class=2)
+    scan = scan_folder(qtbot, panel, root)
+    shown = panel.thumbnails.thumbnail_model.paths
+    combo_texts = [panel.class_filter_combo.itemText(i)
+                   for i in range(panel.class_filter_combo.count())]
+    assert combo_texts == ["All classes (15)", "circle (6)", "cross (4)", "square (5)"]
+
+    panel.class_filter_combo.setCurrentIndex(2)  # cross
+    assert shown() == [p for p, label in scan.train if label == 1] and len(shown()) == 4
+    assert all("/train/cross/" in p for p in shown())
+
+    panel.split_combo.setCurrentIndex(1)  # validation: the class stays chosen
+    assert panel.class_filter_combo.currentText() == "cross (2)"
+    assert shown() == [p for p, label in scan.val if label == 1] and len(shown()) == 2
+    assert all("/val/cross/" in p for p in shown())
+
+    panel.class_filter_combo.setCurrentIndex(0)
+    assert shown() == [p for p, _ in scan.val] and len(shown()) == 6
+
+    scan_folder(qtbot, panel, root)  # a new scan shows every class of the split chosen
+    assert panel.class_filter_combo.currentIndex() == 0 and len(shown()) == 6

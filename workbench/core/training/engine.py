@@ -19,6 +19,7 @@ from workbench.core.devices.memory import free_device_memory
 from workbench.core.devices.selection import DeviceError
 from workbench.core.models.building import WeightsError
 from workbench.core.models.checkpoint_format import CheckpointError, CheckpointSaveError
+from workbench.core.models.weights_download import DownloadCancelled
 from workbench.core.runs.atomic_io import describe_os_error
 from workbench.core.runs.config import ConfigError, TrainConfig
 from workbench.core.runs.control import RunControl
@@ -95,10 +96,14 @@ class _Failure:
     retry_batch_size: int = 0
     out_of_memory: bool = False
     loader_failed: bool = False
+    cancelled: bool = False  # a stop request ended the preparation; not a failure
 
 
 def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
     """What went wrong, as text only (no reference to the exception survives)."""
+    if isinstance(exc, DownloadCancelled):
+        return _Failure("Stopped on request while downloading the ImageNet weights; nothing "
+                        "was downloaded or saved.", cancelled=True)
     if isinstance(exc, TrainingOutOfMemory):
         return _Failure(str(exc), retry_batch_size=exc.smaller_batch, out_of_memory=True)
     if isinstance(exc, torch.OutOfMemoryError):  # outside a step: evaluation, feature caching
@@ -136,14 +141,17 @@ def _failed(
         return session.ended
     if failure.trace:
         events.on_message(Message("error", failure.trace.rstrip()))
-    events.on_message(Message("error", f"Training failed: {failure.text}"))
+    if failure.cancelled:
+        events.on_message(Message("info", failure.text))
+    else:
+        events.on_message(Message("error", f"Training failed: {failure.text}"))
     if session is not None and session.run_dir and not session.last_checkpoint_path:
         events.on_message(Message("info", (
             f"No epoch finished, so nothing was saved; the run folder {session.run_dir} is "
             "kept as the record of this attempt (config.json, and metrics.jsonl with the "
             "error). Delete it if you do not need it.")))
     end = RunEnd(
-        status="failed",
+        status="cancelled" if failure.cancelled else "failed",
         epochs_completed=session.epochs_completed if session else 0,
         best_epoch=session.best_epoch if session else 0,
         # -1 means "no epoch yet" inside the session; the event says 0, as a cancel does.
@@ -152,7 +160,7 @@ def _failed(
         best_model_path=session.best_model_path if session else "",
         last_checkpoint_path=session.last_checkpoint_path if session else "",
         seconds=time.monotonic() - started,
-        error=failure.text,
+        error="" if failure.cancelled else failure.text,
         retry_batch_size=failure.retry_batch_size,
     )
     events.on_run_end(end)

@@ -41,7 +41,7 @@ from workbench.core.models.checkpoint_format import (
 )
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
-from workbench.core.runs.events import CallbackList, EpochEnd, Message, RunEnd, RunStart
+from workbench.core.runs.events import CallbackList, EpochEnd, Message, Progress, RunEnd, RunStart
 from workbench.core.runs.run_folder import (
     BEST_MODEL,
     DECODE_FAILURES,
@@ -91,6 +91,7 @@ class TrainingSession:
         self.started = time.monotonic()
         self.failed_images: FailedImages | None = None
         self._writer: MetricsWriter | None = None
+        self._download_step: int | None = None  # the last percent (or MB) reported
 
     # ------------------------------------------------------------------ preparation
     def prepare(self) -> None:
@@ -138,7 +139,9 @@ class TrainingSession:
 
     def _build_model_and_optimiser(self) -> None:
         cfg = self.config
-        self.model = build_model(cfg, len(self.scan.class_names), report=self._say)
+        self.model = build_model(cfg, len(self.scan.class_names), report=self._say,
+                                 on_download_progress=self._report_download,
+                                 should_cancel=lambda: self.control.cancel_requested)
         self.model.to(self.device)
         if self.plan.channels_last:
             self.model.to(memory_format=torch.channels_last)
@@ -389,6 +392,14 @@ class TrainingSession:
 
     def _say(self, level: str, text: str) -> None:
         self.events.on_message(Message(level, text))
+
+    def _report_download(self, received: int, total: int | None) -> None:
+        """A ``Progress`` event when the whole percent (or, size unknown, MB) changes."""
+        step = (100 * received // total) if total else received // 1_000_000
+        if step == self._download_step and received != total:
+            return
+        self._download_step = step
+        self.events.on_progress(Progress("Downloading ImageNet weights", received, total))
 
     def close(self, kill_loader_workers: bool = False) -> None:
         """Stop loader workers and close files, however the run ended.

@@ -28,11 +28,14 @@ from workbench.core.runs.run_history import read_run_history
 from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.device_panel import DevicePanel
+from workbench.gui.panels.first_run_panel import FirstRunPanel
 from workbench.gui.panels.log_panel import LogPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
+from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
 from workbench.gui.widgets.elided_label import ElidedLabel
+from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.settings_store import (
@@ -41,6 +44,7 @@ from workbench.gui.window.settings_store import (
     load_config_file,
     save_config_file,
 )
+from workbench.gui.window.training_menu import TrainingMenu
 from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
@@ -84,7 +88,11 @@ class MainWindow(QMainWindow):
         self.results_panel = ResultsPanel()
         self.device_status = ElidedLabel("Detecting devices\u2026")
         self.device_status.preferred_width = DEVICE_STATUS_WIDTH
+        self.download_bar = DownloadProgressBar()
         self.file_menu = FileMenu(self)
+        self.training_menu = TrainingMenu(self, self.controls)
+        self.help_menu = HelpMenu(self, self.device_panel.choice_text)
+        self.first_run_panel = FirstRunPanel()
         self.run_follow = RunFollowController(self)
         layout = build_main_layout(
             preview_panel=self.preview_panel, device_panel=self.device_panel,
@@ -96,7 +104,9 @@ class MainWindow(QMainWindow):
         self.dataset_placeholder = layout.dataset_placeholder
         self.plots_page = layout.plots_page
         self.plots_placeholder = layout.plots_placeholder
+        self.dataset_page.layout().insertWidget(0, self.first_run_panel)
         self.setCentralWidget(layout.central)
+        self.statusBar().addPermanentWidget(self.download_bar)
         self.statusBar().addPermanentWidget(self.device_status)
         self.training_tab.layout().insertWidget(0, self.run_follow.banner)
 
@@ -107,6 +117,7 @@ class MainWindow(QMainWindow):
         self.device_panel.batch_search_requested.connect(self._on_batch_search_requested)
         self.device_panel.batch_size_found.connect(self._on_batch_size_found)
         self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
+        self.device_panel.batch_search_not_needed.connect(self._on_batch_search_not_needed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
@@ -114,6 +125,8 @@ class MainWindow(QMainWindow):
         self.controller.step_finished.connect(self._on_step_finished)
         self.controller.epoch_ended.connect(self._on_epoch_ended)
         self.controller.message_logged.connect(self.log_panel.append_message)
+        self.controller.progress_reported.connect(self.download_bar.show_progress)
+        self.download_bar.cancel_requested.connect(self._on_stop_clicked)
         self.controller.run_ended.connect(self._on_run_ended)
         self.controller.errored.connect(self._on_training_errored)
         self.controller.finished.connect(self._on_training_finished)
@@ -125,11 +138,16 @@ class MainWindow(QMainWindow):
         self.run_follow.restarted.connect(self._clear_run_views)
         self.results_panel.export_finished.connect(self._on_export_finished)
         self.results_panel.export_failed.connect(self._on_export_failed)
+        self.first_run_panel.open_folder_requested.connect(self.file_menu.open_folder.trigger)
+        self.first_run_panel.recent_folder_chosen.connect(self.open_folder)
+        self.first_run_panel.demo_dataset_ready.connect(self._on_demo_dataset_ready)
+        self.first_run_panel.demo_dataset_failed.connect(self._on_demo_dataset_failed)
 
         self._restore_settings()
         if build_now:
             self.build_plot_panels()
         self._update_controls()
+        self._update_dataset_page()
 
     def build_plot_panels(self) -> None:
         """Create the dataset panel and the training plots (they import pyqtgraph); once."""
@@ -147,6 +165,7 @@ class MainWindow(QMainWindow):
         self.plots_page.layout().addWidget(self.plots)
         self.dataset_placeholder.hide()
         self.plots_placeholder.hide()
+        self._update_dataset_page()
 
         self.dataset_panel.folder_changed.connect(self._on_folder_changed)
         self.dataset_panel.dataset_scanned.connect(self._on_dataset_scanned)
@@ -301,6 +320,20 @@ class MainWindow(QMainWindow):
         if self.config_form.config().data_root != path:
             self.config_form.update_config(data_root=path)
         self._settings.set_recent_folders(self.recent_folders())
+        self._update_dataset_page()
+
+    def _on_demo_dataset_ready(self, root: str) -> None:
+        """Open the demo dataset with the demo settings, keeping the device and output folder."""
+        from workbench.core.data.demo_data import demo_config
+
+        current = self.config_form.config()
+        config = demo_config(root, output_dir=current.output_dir).replace(device=current.device)
+        self.apply_config(config)
+        self.log_panel.append_text("info", f"Opened the demo dataset in {root} with its "
+                                           "settings; Start trains it.")
+
+    def _on_demo_dataset_failed(self, message: str) -> None:
+        self.show_error("Cannot create the demo dataset", message)
 
     def _on_dataset_scanned(self, scan: object) -> None:
         self.config_form.set_dataset_split(scan.layout != "flat")  # val_fraction splits "flat"
@@ -351,6 +384,9 @@ class MainWindow(QMainWindow):
     def _on_batch_search_failed(self, message: str) -> None:
         self.log_panel.append_text("warning", f"Batch size search: {message}")
 
+    def _on_batch_search_not_needed(self, message: str) -> None:
+        self.log_panel.append_text("info", message)
+
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:
         self.start_training()
@@ -370,6 +406,7 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_run_started(self, event: RunStart) -> None:
+        self.download_bar.finish()
         self.status_panel.show_run_start(event)
         self._plots().set_run_start(event)
         self.results_panel.show_run_start(event)
@@ -392,6 +429,7 @@ class MainWindow(QMainWindow):
                     f"accuracy {100 * event.val_accuracy:.1f}%{best}")
 
     def _on_run_ended(self, event: RunEnd) -> None:
+        self.download_bar.finish()
         if self.config_form.config().resume:  # resuming is for that one run; Start starts anew
             self.config_form.update_config(resume="")
         self._plots().flush()
@@ -464,6 +502,19 @@ class MainWindow(QMainWindow):
         self.log_panel.append_text("error", f"Export failed: {message}")
 
     # ------------------------------------------------------------------ refreshes
+    def _update_dataset_page(self) -> None:
+        """The first-run page while no data folder is open (or about to be rescanned)."""
+        folder = self.dataset_panel.folder() if self.dataset_panel is not None else ""
+        root = self.config_form.config().data_root
+        first_run = not folder and not (root and Path(root).is_dir())
+        self.first_run_panel.setVisible(first_run)
+        if first_run:
+            self.first_run_panel.set_recent_folders(self.recent_folders())
+        if self.dataset_panel is not None:
+            self.dataset_panel.setVisible(not first_run)
+        else:
+            self.dataset_placeholder.setVisible(not first_run)
+
     def _update_controls(self) -> None:
         running = self.controller.is_running()
         self.controls.set_state(running, self.controller.is_paused(),
@@ -471,6 +522,7 @@ class MainWindow(QMainWindow):
         self.config_form.setEnabled(not running)
         self.device_panel.setEnabled(not running)
         self.file_menu.set_training(running)
+        self.training_menu.update_state()
 
     # ------------------------------------------------------------------ helpers
     def _dataset(self) -> DatasetPanel:
@@ -500,3 +552,4 @@ class MainWindow(QMainWindow):
                           self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
+

@@ -97,13 +97,16 @@ def possibly_mislabeled(rows: Sequence[PredictionRow]) -> list[LabelIssue]:
 
     As in confident learning (Northcutt et al., 2021): a class counts as confidently assigned
     when its probability reaches the class's threshold (``class_thresholds``); an image is
-    listed when the most probable confidently assigned class is not its label. Only the
-    top classes of predictions.csv are considered, which are the ones that can reach a
+    listed when the most probable confidently assigned class is not its label and the
+    prediction disagrees with the label too (cleanlab's ``filter_by="both"``). Only the top
+    classes of predictions.csv are considered, which are the ones that can reach a
     threshold in practice.
     """
     thresholds = class_thresholds(rows)
     issues = []
     for row in rows:
+        if row.correct:
+            continue
         confident = [(p, name) for name, p in row.top if p >= thresholds.get(name, math.inf)]
         if row.true_class_probability >= thresholds.get(row.true_class, math.inf):
             confident.append((row.true_class_probability, row.true_class))

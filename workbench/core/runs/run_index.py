@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.runs.events import event_from_dict
 from workbench.core.runs.run_folder import BEST_MODEL, CONFIG_FILE, LAST_CHECKPOINT, METRICS_FILE
 
 # A run without a RunEnd whose log changed this recently is taken to be still running.
 RUNNING_IF_WRITTEN_WITHIN_S = 120.0
 _WANTED_EVENTS = ('"RunStart"', '"EpochEnd"', '"RunEnd"')
+RUN_TABLE_COLUMNS = ("name", "date", "model", "dataset", "best val acc", "epochs", "duration",
+                     "device", "status")
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,28 @@ def config_differences(configs: Sequence[dict[str, Any]]) -> dict[str, list[Any]
     return differences
 
 
+def run_table_rows(runs: Sequence[RunSummary]) -> list[tuple[str, ...]]:
+    """The cells of the runs table, one tuple a run, in ``RUN_TABLE_COLUMNS`` order."""
+    rows = []
+    for run in runs:
+        accuracy = "" if math.isnan(run.best_val_accuracy) else \
+            f"{100 * run.best_val_accuracy:.1f}%"
+        rows.append((run.name, run.created.replace("T", " "), run.model, run.dataset, accuracy,
+                     f"{run.epochs_completed}/{run.epochs}", format_duration(run.seconds),
+                     run.device, run.status))
+    return rows
+
+
+def format_duration(seconds: float) -> str:
+    """'42 s', '3 min 05 s' or '2 h 04 min'."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
 def _summary_events(folder: Path) -> list[dict[str, Any]]:
     """RunStart, EpochEnd and RunEnd events of metrics.jsonl, in order (steps skipped)."""
     events = []
@@ -193,3 +218,18 @@ def _status_without_end(folder: Path) -> str:
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
+
+
+def best_epoch_events(run_dir: str | os.PathLike[str]) -> tuple[Any, Any, Any]:
+    """(RunStart, best EpochEnd, RunEnd) of a run, each None when the log has none, for
+    showing a finished run's results again."""
+    events = _summary_events(Path(run_dir))
+    start = next((e for e in events if e["event"] == "RunStart"), None)
+    end = next((e for e in reversed(events) if e["event"] == "RunEnd"), None)
+    epochs = [e for e in events if e["event"] == "EpochEnd"]
+    best = None
+    if epochs:
+        best_number = int(epochs[-1].get("best_epoch") or 0)
+        best = next((e for e in reversed(epochs) if int(e.get("epoch", 0)) == best_number),
+                    epochs[-1])
+    return tuple(None if e is None else event_from_dict(e) for e in (start, best, end))

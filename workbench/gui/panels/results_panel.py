@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart
 from workbench.core.runs.predictions_file import read_predictions
 from workbench.core.runs.run_folder import BEST_MODEL
+from workbench.core.runs.run_index import best_epoch_events
 from workbench.gui.panels.results.class_metrics_table import ClassMetricsTable
 from workbench.gui.panels.results.error_analysis_view import ErrorAnalysisView
 from workbench.gui.widgets.confusion_matrix_view import ConfusionMatrixView
@@ -64,6 +65,7 @@ class ResultsPanel(QWidget):
         self.confusion_view = ConfusionMatrixView(self)
         self.analysis = ErrorAnalysisView(self)
         self._predictions_reader = LatestRequestRunner(self)
+        self._run_reader = LatestRequestRunner(self)
         self.export_button = QPushButton("Export TorchScript\u2026", self)
         self.open_folder_button = QPushButton("Open run folder", self)
         self.export_label = QLabel("", self)
@@ -77,6 +79,8 @@ class ResultsPanel(QWidget):
         self.confusion_view.cell_clicked.connect(self._on_cell_clicked)
         self._predictions_reader.result_ready.connect(self._on_predictions_read)
         self._predictions_reader.failed.connect(self._on_predictions_failed)
+        self._run_reader.result_ready.connect(self._on_run_folder_read)
+        self._run_reader.failed.connect(self._on_predictions_failed)
 
         self._update_buttons()
 
@@ -115,6 +119,13 @@ class ResultsPanel(QWidget):
         self.analysis.set_model_file(self._model_file)
         self._update_summary(event)
         self._update_buttons()
+
+    def show_run_folder(self, run_dir: str) -> None:
+        """Show the results of a run on disk (its best epoch and predictions), read in the
+        pool; a run training here meanwhile replaces them as usual."""
+        self.clear()
+        self.summary_label.setText(f"Reading {run_dir}\u2026")
+        self._run_reader.submit(best_epoch_events, run_dir)
 
     def model_file(self) -> str:
         """The best_model.pt export would use ('' when there is none)."""
@@ -214,6 +225,16 @@ class ResultsPanel(QWidget):
 
     def _on_predictions_failed(self, message: str) -> None:
         self.analysis.hint.setText(f"No image predictions to show: {message}")
+
+    def _on_run_folder_read(self, events: tuple) -> None:
+        start, best, end = events
+        if start is None or best is None:
+            self.summary_label.setText("That run finished no epoch, so it has no results.")
+            return
+        self.show_run_start(start)
+        self.show_epoch_end(best)
+        if end is not None:
+            self.show_run_end(end)
 
     def _on_cell_clicked(self, true_index: int, predicted_index: int) -> None:
         names = self._class_names

@@ -32,6 +32,7 @@ from workbench.gui.panels.log_panel import LogPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
+from workbench.gui.window.after_training_tabs import AfterTrainingTabs
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(layout.central)
         self.statusBar().addPermanentWidget(self.device_status)
         self.training_tab.insertWidget(0, self.run_follow.banner)
+        self.after_training = AfterTrainingTabs(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)

@@ -1,0 +1,55 @@
+"""The tabs for after training (Runs), added to the window's right-hand tabs and wired to it.
+
+Kept apart from ``main_window`` so the window only creates this object: the tab asks for
+results, a resume or an export, and this carries them out with the window's own methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import RunEnd
+from workbench.gui.panels.runs.runs_panel import RunsPanel
+
+
+class AfterTrainingTabs(QObject):
+    """Owns the Runs panel: lists the form's output folder, refreshed after every run."""
+
+    def __init__(self, window: Any) -> None:
+        """``window``: the MainWindow (not imported here: it imports this module)."""
+        super().__init__(window)
+        self._window = window
+        self.runs_panel = RunsPanel()
+        window.right_tabs.addTab(self.runs_panel, "Runs")
+
+        window.config_form.config_changed.connect(self._on_config_changed)
+        window.controller.run_ended.connect(self._on_run_ended)
+        self.runs_panel.open_results_requested.connect(self._on_open_results_requested)
+        self.runs_panel.resume_requested.connect(self._on_resume_requested)
+        self.runs_panel.export_requested.connect(self._on_export_requested)
+
+        self.runs_panel.set_output_dir(window.config_form.config().output_dir)
+
+    def _on_config_changed(self, config: TrainConfig) -> None:
+        self.runs_panel.set_output_dir(config.output_dir)
+
+    def _on_run_ended(self, _event: RunEnd) -> None:
+        self.runs_panel.refresh()
+
+    def _on_open_results_requested(self, run_dir: str) -> None:
+        results = self._window.results_panel
+        results.show_run_folder(run_dir)
+        self._window.right_tabs.setCurrentWidget(results)
+
+    def _on_resume_requested(self, checkpoint: str) -> None:
+        if self._window.resume_from(checkpoint):
+            self._window.right_tabs.setCurrentIndex(0)  # Settings, where Start is
+
+    def _on_export_requested(self, model_file: str) -> None:
+        results = self._window.results_panel
+        path = results.ask_export_path()
+        if path:
+            results.export_to(path, model_file)

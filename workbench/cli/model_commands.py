@@ -14,11 +14,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="output file (default: <run folder>/model_scripted.pt)")
     export.set_defaults(handler=_cmd_export)
 
-    predict = sub.add_parser("predict", help="classify images with an exported model")
-    predict.add_argument("model", help="an exported TorchScript file; TorchScript is a program "
-                                        "and runs when loaded, so use only files you trust")
-    predict.add_argument("images", nargs="+", help="image files")
+    predict = sub.add_parser("predict", help="classify images with a trained or exported model")
+    predict.add_argument("model", help="best_model.pt, a checkpoint, or an exported TorchScript "
+                                        "file; TorchScript is a program and runs when loaded, "
+                                        "so use only files you trust")
+    predict.add_argument("images", nargs="+", help="image files or folders of images")
     predict.add_argument("--topk", type=int, default=3)
+    predict.add_argument("--csv", help="also write the predictions to this CSV file")
     predict.set_defaults(handler=_cmd_predict)
 
 
@@ -55,12 +57,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from workbench.core.models.export import ExportError
-    from workbench.core.models.prediction import predict_images
+    from workbench.core.models.prediction import (
+        expand_image_paths,
+        predict_images,
+        write_predictions_csv,
+    )
 
     try:
-        predictions = predict_images(args.model, args.images, topk=args.topk)
-    except ExportError as exc:
+        images = expand_image_paths(args.images)
+        predictions = predict_images(args.model, images, topk=args.topk)
+    except (ExportError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not images:
+        print(f"error: no images in {', '.join(args.images)}", file=sys.stderr)
         return 2
     failed = 0
     for prediction in predictions:
@@ -70,4 +80,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             continue
         ranked = ", ".join(f"{name} {prob:.3f}" for name, prob in prediction.top)
         print(f"{prediction.path}: {ranked}")
+    if args.csv:
+        try:
+            write_predictions_csv(predictions, args.csv)
+        except OSError as exc:
+            print(f"error: cannot write {args.csv}: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.csv}")
     return 1 if failed else 0

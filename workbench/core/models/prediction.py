@@ -141,7 +141,12 @@ def predict_images(model_path: str | Path, image_paths: Sequence[str | Path], to
     Raises:
         ExportError: The model file cannot be loaded.
     """
-    exported = load_classifier(model_path)
+    return predict_with(load_classifier(model_path), image_paths, topk)
+
+
+def predict_with(exported: ExportedModel, image_paths: Sequence[str | Path], topk: int = 3
+                 ) -> list[Prediction]:
+    """``predict_images`` with a model already loaded by ``load_classifier``."""
     paths = [str(path) for path in image_paths]
     predictions: list[Prediction] = []
     for start in range(0, len(paths), _PREDICT_CHUNK):

@@ -1,29 +1,38 @@
-"""The tabs for after training (Runs), added to the window's right-hand tabs and wired to it.
+"""The tabs for after training (Predict, Runs), added to the window's right-hand tabs and
+wired to it.
 
-Kept apart from ``main_window`` so the window only creates this object: the tab asks for
+Kept apart from ``main_window`` so the window only creates this object: the tabs ask for
 results, a resume or an export, and this carries them out with the window's own methods.
+Images or folders dropped anywhere on the window go to the Predict tab.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QEvent, QObject
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import RunEnd
+from workbench.gui.panels.predict_panel import PredictPanel, dropped_paths
 from workbench.gui.panels.runs.runs_panel import RunsPanel
 
 
 class AfterTrainingTabs(QObject):
-    """Owns the Runs panel: lists the form's output folder, refreshed after every run."""
+    """Owns the Predict and Runs panels: Predict uses the last run's best model; Runs lists
+    the form's output folder, refreshed after every run."""
 
     def __init__(self, window: Any) -> None:
         """``window``: the MainWindow (not imported here: it imports this module)."""
         super().__init__(window)
         self._window = window
+        self.predict_panel = PredictPanel()
         self.runs_panel = RunsPanel()
+        window.right_tabs.addTab(self.predict_panel, "Predict")
         window.right_tabs.addTab(self.runs_panel, "Runs")
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
 
         window.config_form.config_changed.connect(self._on_config_changed)
         window.controller.run_ended.connect(self._on_run_ended)
@@ -36,8 +45,26 @@ class AfterTrainingTabs(QObject):
     def _on_config_changed(self, config: TrainConfig) -> None:
         self.runs_panel.set_output_dir(config.output_dir)
 
-    def _on_run_ended(self, _event: RunEnd) -> None:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        """Images or folders dropped on the window are classified in the Predict tab."""
+        if watched is self._window and event.type() in (QEvent.Type.DragEnter,
+                                                        QEvent.Type.DragMove):
+            if dropped_paths(event):
+                event.acceptProposedAction()
+                return True
+        elif watched is self._window and event.type() == QEvent.Type.Drop:
+            paths = dropped_paths(event)
+            if paths:
+                event.acceptProposedAction()
+                self._window.right_tabs.setCurrentWidget(self.predict_panel)
+                self.predict_panel.predict(paths)
+                return True
+        return super().eventFilter(watched, event)
+
+    def _on_run_ended(self, event: RunEnd) -> None:
         self.runs_panel.refresh()
+        if event.best_model_path and Path(event.best_model_path).is_file():
+            self.predict_panel.set_model_file(event.best_model_path)
 
     def _on_open_results_requested(self, run_dir: str) -> None:
         results = self._window.results_panel

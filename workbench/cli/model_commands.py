@@ -8,10 +8,15 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser("export", help="export a trained model to verified TorchScript")
+    export = sub.add_parser("export", help="export a trained model to verified TorchScript "
+                                           "(default) or ONNX")
     export.add_argument("model", help="a run folder, best_model.pt or a checkpoint (last.pt)")
     export.add_argument("-o", "--output",
-                        help="output file (default: <run folder>/model_scripted.pt)")
+                        help="output file (default: <run folder>/model_scripted.pt, or "
+                             "model.onnx with --format onnx)")
+    export.add_argument("--format", choices=("torchscript", "onnx"), default="torchscript",
+                        help="torchscript (default) or onnx (needs pip install "
+                             "'workbench[onnx]')")
     export.set_defaults(handler=_cmd_export)
 
     predict = sub.add_parser("predict", help="classify images with a trained or exported model")
@@ -24,35 +29,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     predict.set_defaults(handler=_cmd_predict)
 
 
-def export_and_report(model_file: str, output: str) -> int:
+def export_and_report(model_file: str, output: str, export_format: str = "torchscript") -> int:
     from workbench.core.models.checkpoint_format import CheckpointError
     from workbench.core.models.export import ExportError, export_model_file
 
     try:
-        result = export_model_file(model_file, output)
+        if export_format == "onnx":
+            from workbench.core.models.onnx_export import export_model_file_onnx
+
+            result = export_model_file_onnx(model_file, output)
+        else:
+            result = export_model_file(model_file, output)
     except (ExportError, CheckpointError, OSError) as exc:
         print(f"error: export failed: {exc}", file=sys.stderr)
         return 1
     print(f"exported {result.path} ({len(result.class_names)} classes, "
           f"{result.input_size}x{result.input_size} input) in {result.seconds:.1f} s")
-    print(f"verified: reloaded max abs diff {result.max_abs_diff:.2e}, "
-          f"fresh process max abs diff {result.subprocess_max_abs_diff:.2e}")
+    if export_format == "onnx":
+        print(f"verified: onnxruntime in a fresh process, max abs diff "
+              f"{result.subprocess_max_abs_diff:.2e} ({result.method})")
+    else:
+        print(f"verified: reloaded max abs diff {result.max_abs_diff:.2e}, "
+              f"fresh process max abs diff {result.subprocess_max_abs_diff:.2e}")
     return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from workbench.core.runs.run_folder import BEST_MODEL, EXPORT_FILE
+    from workbench.core.runs.run_folder import BEST_MODEL, EXPORT_FILE, ONNX_FILE
 
     source = Path(args.model)
+    default_name = ONNX_FILE if args.format == "onnx" else EXPORT_FILE
     if source.is_dir():
         if not (source / BEST_MODEL).is_file():
             print(f"error: {source} has no {BEST_MODEL}; is it a run folder?", file=sys.stderr)
             return 2
-        output = args.output or str(source / EXPORT_FILE)
+        output = args.output or str(source / default_name)
         source = source / BEST_MODEL
     else:
-        output = args.output or str(source.with_name(EXPORT_FILE))
-    return export_and_report(str(source), output)
+        output = args.output or str(source.with_name(default_name))
+    return export_and_report(str(source), output, args.format)
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:

@@ -67,6 +67,7 @@ class ResultsPanel(QWidget):
         self._predictions_reader = LatestRequestRunner(self)
         self._run_reader = LatestRequestRunner(self)
         self.export_button = QPushButton("Export TorchScript\u2026", self)
+        self.export_onnx_button = QPushButton("Export ONNX\u2026", self)
         self.open_folder_button = QPushButton("Open run folder", self)
         self.export_label = QLabel("", self)
         self.export_label.setObjectName("exportResult")
@@ -75,6 +76,7 @@ class ResultsPanel(QWidget):
         self._build_layout()
 
         self.export_button.clicked.connect(self._on_export_clicked)
+        self.export_onnx_button.clicked.connect(self._on_export_onnx_clicked)
         self.open_folder_button.clicked.connect(self._on_open_folder_clicked)
         self.confusion_view.cell_clicked.connect(self._on_cell_clicked)
         self._predictions_reader.result_ready.connect(self._on_predictions_read)
@@ -143,12 +145,14 @@ class ResultsPanel(QWidget):
         """True while an export job is running."""
         return self._export_signals is not None
 
-    def export_to(self, out_path: str, model_file: str = "") -> None:
-        """Export ``model_file`` (default: this run's best model) to ``out_path`` in the pool."""
+    def export_to(self, out_path: str, model_file: str = "",
+                  export_format: str = "torchscript") -> None:
+        """Export ``model_file`` (default: this run's best model) to ``out_path`` in the pool,
+        as TorchScript or ("onnx") ONNX."""
         model_file = model_file or self._model_file
         if self.is_exporting() or not model_file:
             return
-        job = ExportJob(model_file, out_path)
+        job = ExportJob(model_file, out_path, export_format)
         self._export_signals = job.signals
         job.signals.exported.connect(self._on_export_done)
         job.signals.errored.connect(self._on_export_errored)
@@ -158,11 +162,14 @@ class ResultsPanel(QWidget):
         self._update_buttons()
         QThreadPool.globalInstance().start(job)
 
-    def ask_export_path(self) -> str:
-        """Ask where to write the TorchScript file ('' when cancelled)."""
-        start = str(Path(self._run_dir) / "model_torchscript.pt") if self._run_dir else ""
-        path, _ = QFileDialog.getSaveFileName(self, "Export TorchScript model", start,
-                                              "TorchScript (*.pt);;All files (*)")
+    def ask_export_path(self, export_format: str = "torchscript") -> str:
+        """Ask where to write the export ('' when cancelled)."""
+        onnx = export_format == "onnx"
+        name = "model.onnx" if onnx else "model_torchscript.pt"
+        start = str(Path(self._run_dir) / name) if self._run_dir else ""
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export ONNX model" if onnx else "Export TorchScript model", start,
+            "ONNX (*.onnx);;All files (*)" if onnx else "TorchScript (*.pt);;All files (*)")
         return path
 
     # ------------------------------------------------------------------ slots
@@ -170,6 +177,11 @@ class ResultsPanel(QWidget):
         path = self.ask_export_path()
         if path:
             self.export_to(path)
+
+    def _on_export_onnx_clicked(self) -> None:
+        path = self.ask_export_path("onnx")
+        if path:
+            self.export_to(path, export_format="onnx")
 
     def _on_open_folder_clicked(self) -> None:
         if self._run_dir:
@@ -195,6 +207,7 @@ class ResultsPanel(QWidget):
     # ------------------------------------------------------------------ refreshes
     def _update_buttons(self) -> None:
         self.export_button.setEnabled(bool(self._model_file) and not self.is_exporting())
+        self.export_onnx_button.setEnabled(bool(self._model_file) and not self.is_exporting())
         self.open_folder_button.setEnabled(bool(self._run_dir))
 
     def _update_summary(self, end: RunEnd | None = None) -> None:
@@ -244,6 +257,7 @@ class ResultsPanel(QWidget):
     def _build_layout(self) -> None:
         buttons = QHBoxLayout()
         buttons.addWidget(self.export_button)
+        buttons.addWidget(self.export_onnx_button)
         buttons.addWidget(self.open_folder_button)
         buttons.addStretch(1)
         figures = QSplitter(Qt.Orientation.Vertical, self)

@@ -75,3 +75,13 @@ def test_top_losses_mislabeled_and_class_figures(qtbot, panel, finished_run):
     assert [f.recall for f in figures] == pytest.approx(list(best.per_class_accuracy),
                                                         nan_ok=True)
     qtbot.waitUntil(lambda: not any(g.is_decoding() for g in panel.analysis.galleries()))
+
+
+def test_export_onnx_from_the_results_tab(qtbot, panel, tmp_path, monkeypatch):
+    out = tmp_path / "exports" / "model.onnx"
+    monkeypatch.setattr(panel, "ask_export_path", lambda export_format="torchscript": str(out))
+    with qtbot.waitSignal(panel.export_finished, timeout=240_000) as exported:
+        qtbot.mouseClick(panel.export_onnx_button, Qt.MouseButton.LeftButton)
+    assert exported.args[0].path == str(out) and out.is_file()
+    assert exported.args[0].method.startswith("onnx") and exported.args[0].max_abs_diff <= 1e-4
+    qtbot.waitUntil(lambda: not panel.is_exporting())

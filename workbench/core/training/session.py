@@ -1,6 +1,8 @@
 """One run from prepared data to the last epoch: the state ``engine.train`` drives.
 
-``prepare()`` builds device, data, model and optimiser (or restores them from a checkpoint);
+``prepare()`` decides the run's plan (:mod:`workbench.core.training.plan`: device, precision,
+memory format, feature cache, images on the device) and builds what it says: data, model and
+optimiser (or restores them from a checkpoint), the step context and the batch sources.
 ``fit()`` runs the epochs, keeps the best weights, checkpoints every epoch atomically and reports
 every step through the callback.
 """
@@ -37,6 +39,10 @@ from workbench.core.models.checkpoint_format import (
     restore_training_state,
     write_workbench_file,
 )
+from workbench.core.models.prediction_records import (
+    PredictionCollector,
+    write_best_predictions,
+)
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import CallbackList, EpochEnd, Message, RunEnd, RunStart
@@ -53,11 +59,7 @@ from workbench.core.training.distributed import DistributedContext, set_epoch
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import build_optimizer, build_scheduler
-from workbench.core.training.precision import resolve_precision
-from workbench.core.training.prediction_records import (
-    PredictionCollector,
-    write_best_predictions,
-)
+from workbench.core.training.plan import plan_run
 from workbench.core.training.session_setup import (
     image_cache_messages,
     scan_for_training,
@@ -96,12 +98,16 @@ class TrainingSession:
 
     # ------------------------------------------------------------------ preparation
     def prepare(self) -> None:
+        """Decide the plan, then build what it says: data, run folder, model, optimiser,
+        precision, the step context and where each epoch's batches come from."""
         cfg = self.config
-        self.device = self.dist.device_for(resolve_device(cfg.device))
-        self.dist.initialise(self.device)
+        device = self.dist.device_for(resolve_device(cfg.device))
+        self.dist.initialise(device)
         if not self.dist.is_main:
             self.events = CallbackList([])
-        seed_everything(cfg.seed, cfg.deterministic, self.device)
+        seed_everything(cfg.seed, cfg.deterministic, device)
+        self.plan = plan_run(cfg, device, self.dist.enabled)
+        self.device = self.plan.device
         self.scan = scan_for_training(cfg)
         resume_state = load_checkpoint(cfg.resume) if cfg.resume else None
         self._open_run_dir(resume_state)
@@ -109,6 +115,20 @@ class TrainingSession:
             self._say(level, text)
         for warning in self.scan.warnings():
             self._say("warning", warning)
+        for level, text in self.plan.notes:
+            self._say(level, text)
+        self._build_data()
+        self._build_model_and_optimiser()
+        if resume_state is not None:
+            self._restore(resume_state)
+        self.train_model = self.dist.wrap(self.model, self.device)
+        self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
+        self.ctx = self._step_context()
+        self.sources = BatchSources(self.device, self._keep_images_on_device())
+
+    def _build_data(self) -> None:
+        """The failed-image log, the loaders and the batch preparation on the device."""
+        cfg = self.config
         run_log = str(self.run_dir / DECODE_FAILURES) if self.run_dir else None
         self.failed_images = FailedImages(run_log, self.dist.rank, cfg.max_failed_images)
         if cfg.workers > 0:
@@ -117,42 +137,31 @@ class TrainingSession:
                                                           self.failed_images.log)
         for level, text in image_cache_messages(cfg, self.scan):
             self._say(level, text)
-        self._build_model_and_optimiser()
-        if resume_state is not None:
-            self._restore(resume_state)
-        self.train_model = self.dist.wrap(self.model, self.device)
-        self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
         self.preparer = BatchPreparer(self.pipeline.mean, self.pipeline.std, self.device,
-                                      cfg.channels_last and self.device.startswith("cuda"))
-        self.ctx = StepContext(
-            model=self.train_model, device=self.device, optimizer=self.optimizer,
-            scaler=self.scaler, amp=self.amp, crops=self.pipeline.crops_per_sample,
-            strategy=cfg.crop_strategy, class_weights=self.pipeline.class_weights,
-            callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
-            max_steps=cfg.max_steps_per_epoch, amp_dtype=self.precision.dtype,
-            on_failed_samples=lambda _failed_in_batch: self.failed_images.check(),
-        )
-        self.use_feature_cache = self._feature_cache_wanted()
-        self.sources = BatchSources(self.device, self._keep_images_on_device())
+                                      self.plan.channels_last)
 
     def _build_model_and_optimiser(self) -> None:
         cfg = self.config
         self.model = build_model(cfg, len(self.scan.class_names), report=self._say)
         self.model.to(self.device)
-        if cfg.channels_last and self.device.startswith("cuda"):
+        if self.plan.channels_last:
             self.model.to(memory_format=torch.channels_last)
         params = apply_finetune_mode(self.model, cfg.finetune)
         self.optimizer = build_optimizer(cfg, params)
         self.scheduler = build_scheduler(cfg, self.optimizer)
-        self.precision = resolve_precision(cfg.amp, cfg.amp_dtype, self.device)
-        self.amp = self.precision.autocast
-        if cfg.amp and not self.amp:
-            self._say("info", "Mixed precision (amp) is a CUDA feature; this CPU run uses float32.")
-        elif self.amp:
-            self._say("info", f"Training in {self.precision.label} precision "
-                              f"(amp_dtype {cfg.amp_dtype}).")
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.precision.grad_scaler)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.plan.precision.grad_scaler)
         self.head = split_backbone_head(self.model)[1]
+
+    def _step_context(self) -> StepContext:
+        cfg, precision = self.config, self.plan.precision
+        return StepContext(
+            model=self.train_model, device=self.device, optimizer=self.optimizer,
+            scaler=self.scaler, amp=precision.autocast, crops=self.pipeline.crops_per_sample,
+            strategy=cfg.crop_strategy, class_weights=self.pipeline.class_weights,
+            callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
+            max_steps=cfg.max_steps_per_epoch, amp_dtype=precision.dtype,
+            on_failed_samples=lambda _failed_in_batch: self.failed_images.check(),
+        )
 
     def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
         if not self.dist.is_main:
@@ -175,7 +184,7 @@ class TrainingSession:
                 f"but {self.config.data_root} has {self.scan.class_names}"
             )
         restore_training_state(state, path, self.model, self.optimizer, self.scheduler,
-                               self.scaler if self.amp else None)
+                               self.scaler if self.plan.precision.autocast else None)
         self.start_epoch = self.epochs_completed = int(state["epoch"])
         self.best_epoch = int(state.get("best_epoch", 0))
         self.best_val_accuracy = float(state.get("best_val_accuracy", -1.0))
@@ -184,25 +193,11 @@ class TrainingSession:
         self.last_checkpoint_path = str(Path(path).resolve())
         self._say("info", f"Resuming from {path} after epoch {self.start_epoch}.")
 
-    def _feature_cache_wanted(self) -> bool:
-        cfg = self.config
-        if cfg.finetune != "last_layer" or not cfg.cache_features:
-            return False
-        if self.dist.enabled:
-            self._say("info", "Feature caching is off under torchrun; every process trains "
-                              "the head on freshly computed features.")
-            return False
-        return True
-
     def _keep_images_on_device(self) -> DeviceImageSet | None:
-        cfg = self.config
-        if not cfg.images_on_device:
+        if not self.plan.images_on_device:
             return None
-        if self.dist.enabled:
-            self._say("info", "Under torchrun each process reads its own share of the images "
-                              "through the loader; images_on_device applies to single runs.")
-            return None
-        images, report = load_device_images(cfg, self.pipeline, self.device, self.control)
+        images, report = load_device_images(self.config, self.pipeline, self.device,
+                                            self.control)
         self._say("info", report)
         if images is not None:
             self._report_decode_failures()
@@ -215,7 +210,7 @@ class TrainingSession:
         if self.start_epoch >= cfg.epochs:
             self._say("info", f"The checkpoint already holds all {cfg.epochs} epochs.")
             return self._end("completed")
-        if self.use_feature_cache and not self._cache_features():
+        if self.plan.cache_features and not self._cache_features():
             return self._end("cancelled")
         for epoch in range(self.start_epoch, cfg.epochs):
             self.ctx.epoch = epoch + 1
@@ -239,12 +234,12 @@ class TrainingSession:
         return RunStart(
             run_dir=str(self.run_dir or ""), device=self.device,
             device_name=device_display_name(self.device),
-            memory_total=memory_total(self.device), amp=self.amp,
+            memory_total=memory_total(self.device), amp=self.plan.precision.autocast,
             class_names=tuple(self.scan.class_names), train_samples=len(self.scan.train),
             val_samples=len(self.scan.val), epochs=cfg.epochs, start_epoch=self.start_epoch,
             steps_per_epoch=steps, crops_per_sample=self.pipeline.crops_per_sample,
-            feature_cache=self.use_feature_cache, dataset_summary=self.scan.describe(),
-            precision=self.precision.label,
+            feature_cache=self.plan.cache_features, dataset_summary=self.scan.describe(),
+            precision=self.plan.precision.label,
             images_on_device=self.sources.device_images is not None,
         )
 
@@ -252,11 +247,6 @@ class TrainingSession:
         """Compute frozen-backbone features once; False if cancelled meanwhile."""
         backbone = split_backbone_head(self.model)[0]
         started = time.perf_counter()
-        train_too = self.config.train_transform_is_deterministic
-        if not train_too:
-            self._say("info", "Standard crops are random every epoch, so only validation "
-                              "features are cached; choose five_crop or ten_crop to cache both.")
-
         def extract(batches: Any) -> Any:
             return extract_features(backbone, batches, self.preparer,
                                     self.pipeline.crops_per_sample, self.ctx.autocast,
@@ -264,7 +254,7 @@ class TrainingSession:
 
         cached = self.sources.cache_features(extract, self.pipeline.train_loader,
                                              self.pipeline.val_loader, self.config.batch_size,
-                                             train_too)
+                                             self.plan.cache_train_features)
         if cached is None:
             return False
         self._say("info", f"Cached frozen-backbone features of {cached} images "
@@ -349,7 +339,8 @@ class TrainingSession:
             self.best_val_accuracy, self.best_epoch = accuracy, number
         if saving:
             self._save(LAST_CHECKPOINT, checkpoint_data(
-                self.model, self.optimizer, self.scheduler, self.scaler if self.amp else None,
+                self.model, self.optimizer, self.scheduler,
+                self.scaler if self.plan.precision.autocast else None,
                 number, self.best_val_accuracy, self.best_epoch, self.scan.class_names,
                 self.config))
             self.last_checkpoint_path = str(self.run_dir / LAST_CHECKPOINT)

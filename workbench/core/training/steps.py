@@ -17,11 +17,11 @@ from torch import nn
 from workbench.core.data.multicrop import IGNORE_LABEL, count_correct, multicrop_loss
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.devices.memory import free_device_memory, memory_stats
+from workbench.core.models.prediction_records import PredictionCollector
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import Callback, StepStats
 from workbench.core.training.faults import TrainingOutOfMemory, first_line
 from workbench.core.training.metrics import ConfusionMatrix, SmoothedValue
-from workbench.core.training.prediction_records import PredictionCollector
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

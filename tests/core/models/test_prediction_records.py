@@ -12,11 +12,11 @@ import torch
 from workbench.core.data.dataset_scan import scan_dataset
 from workbench.core.data.multicrop import multicrop_loss
 from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.models.prediction_records import PredictionCollector
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.runs.predictions_file import read_predictions
 from workbench.core.training.engine import train
-from workbench.core.training.prediction_records import PredictionCollector
 
 
 class EpochRecorder(Callback):

@@ -1,0 +1,56 @@
+"""The run's plan: each decision made once, from the config, the device and torchrun."""
+
+from __future__ import annotations
+
+import torch
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.training.plan import plan_run
+
+
+def _texts(plan) -> str:
+    return " | ".join(text for _, text in plan.notes)
+
+
+def test_cpu_runs_float32_and_contiguous_whatever_the_config_asks():
+    config = TrainConfig(amp=True, channels_last=True)
+    plan = plan_run(config, "cpu", distributed=False)
+    assert plan.device == "cpu"
+    assert not plan.precision.autocast and plan.precision.dtype == torch.float32
+    assert not plan.channels_last
+    assert "Mixed precision (amp) is a CUDA feature" in _texts(plan)
+
+
+def test_cuda_gets_mixed_precision_by_card_and_channels_last():
+    config = TrainConfig(amp=True, amp_dtype="auto", channels_last=True)
+    ampere = plan_run(config, "cuda:0", distributed=False, bf16_supported=lambda: True)
+    assert ampere.precision.dtype == torch.bfloat16 and not ampere.precision.grad_scaler
+    assert ampere.channels_last
+    assert "Training in mixed bfloat16 precision" in _texts(ampere)
+    older = plan_run(config, "cuda:0", distributed=False, bf16_supported=lambda: False)
+    assert older.precision.dtype == torch.float16 and older.precision.grad_scaler
+    off = plan_run(config.replace(amp=False, channels_last=False), "cuda:0", distributed=False)
+    assert not off.precision.autocast and not off.channels_last
+    assert off.notes == ()
+
+
+def test_feature_cache_only_for_a_frozen_backbone_and_both_splits_only_for_fixed_crops():
+    five = TrainConfig(finetune="last_layer", cache_features=True, crop_mode="five_crop")
+    plan = plan_run(five, "cpu", distributed=False)
+    assert plan.cache_features and plan.cache_train_features
+    standard = plan_run(five.replace(crop_mode="standard"), "cpu", distributed=False)
+    assert standard.cache_features and not standard.cache_train_features
+    assert "only validation features are cached" in _texts(standard)
+    assert not plan_run(five.replace(finetune="full"), "cpu", False).cache_features
+    assert not plan_run(five.replace(cache_features=False), "cpu", False).cache_features
+
+
+def test_torchrun_turns_off_the_single_process_shortcuts_and_says_why():
+    config = TrainConfig(finetune="last_layer", cache_features=True, images_on_device=True)
+    single = plan_run(config, "cpu", distributed=False)
+    assert single.cache_features and single.images_on_device
+    shared = plan_run(config, "cpu", distributed=True)
+    assert not shared.cache_features and not shared.cache_train_features
+    assert not shared.images_on_device
+    assert "Feature caching is off under torchrun" in _texts(shared)
+    assert "images_on_device applies to single runs" in _texts(shared)

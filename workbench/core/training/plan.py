@@ -1,0 +1,82 @@
+"""What a run will do, decided once before anything is built: the run's plan.
+
+Each decision that depends on more than one setting (the config, the device, torchrun) is made
+here, once, with the sentence that explains it; the session builds what the plan says and the
+rest of the run reads the plan, never the settings again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.training.precision import Precision, resolve_precision
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The decisions of one run.
+
+    Attributes:
+        device: the resolved device this process trains on ("cpu", "cuda:0", ...).
+        precision: float32 or mixed precision, and whether the loss is scaled.
+        channels_last: the model and its batches use the channels-last memory format.
+        cache_features: frozen-backbone features are computed once (last-layer fine-tuning).
+        cache_train_features: the training images' features too (their crops never change).
+        images_on_device: try to keep the decoded images on the device (they may not fit).
+        notes: (level, text) messages that explain the decisions, for the run log.
+    """
+
+    device: str
+    precision: Precision
+    channels_last: bool
+    cache_features: bool
+    cache_train_features: bool
+    images_on_device: bool
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+def plan_run(
+    config: TrainConfig,
+    device: str,
+    distributed: bool,
+    bf16_supported: Callable[[], bool] | None = None,
+) -> RunPlan:
+    """Decide how ``config`` runs on ``device``; ``distributed``: under torchrun.
+
+    Args:
+        config: the run's settings.
+        device: the resolved device name of this process.
+        distributed: several processes train together (torchrun).
+        bf16_supported: passed to :func:`resolve_precision` (injectable for tests).
+    """
+    notes: list[tuple[str, str]] = []
+    cuda = device.startswith("cuda")
+    precision = resolve_precision(config.amp, config.amp_dtype, device, bf16_supported)
+    if config.amp and not precision.autocast:
+        notes.append(("info", "Mixed precision (amp) is a CUDA feature; this CPU run uses "
+                              "float32."))
+    elif precision.autocast:
+        notes.append(("info", f"Training in {precision.label} precision "
+                              f"(amp_dtype {config.amp_dtype})."))
+    cache_features = config.finetune == "last_layer" and config.cache_features
+    if cache_features and distributed:
+        notes.append(("info", "Feature caching is off under torchrun; every process trains "
+                              "the head on freshly computed features."))
+        cache_features = False
+    cache_train_features = cache_features and config.train_transform_is_deterministic
+    if cache_features and not cache_train_features:
+        notes.append(("info", "Standard crops are random every epoch, so only validation "
+                              "features are cached; choose five_crop or ten_crop to cache "
+                              "both."))
+    images_on_device = config.images_on_device
+    if images_on_device and distributed:
+        notes.append(("info", "Under torchrun each process reads its own share of the images "
+                              "through the loader; images_on_device applies to single runs."))
+        images_on_device = False
+    return RunPlan(
+        device=device, precision=precision, channels_last=config.channels_last and cuda,
+        cache_features=cache_features, cache_train_features=cache_train_features,
+        images_on_device=images_on_device, notes=tuple(notes),
+    )

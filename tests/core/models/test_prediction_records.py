@@ -35,7 +35,7 @@ def shapes(tmp_path_factory) -> Path:
 
 def _config(data_root: Path, output: Path, **changes) -> TrainConfig:
     return TrainConfig(
-        data_root=str(data_root), model="resnet18", weights="none", finetune="full",
+        data_root=str(data_root), model="small_cnn", weights="none", finetune="full",
         crop_mode="five_crop", resize_size=32, crop_size=28, batch_size=8, epochs=2,
         optimizer="adamw", lr=2e-3, scheduler="none", workers=0, output_dir=str(output),
         cache_images=False, seed=5, device="cpu", amp=False,

@@ -39,7 +39,8 @@ class RunComparisonPlot(QWidget):
             plot.clear()
         for index, run in enumerate(self._curves):
             colour = RUN_COLOURS[index % len(RUN_COLOURS)]
-            for plot, values in zip(self._plots, (run.val_accuracy, run.val_loss), strict=True):
+            percent = tuple(100 * v for v in run.val_accuracy)
+            for plot, values in zip(self._plots, (percent, run.val_loss), strict=True):
                 points = [(e, v) for e, v in zip(run.epochs, values, strict=True)
                           if math.isfinite(v)]
                 plot.plot([p[0] for p in points], [p[1] for p in points], name=run.name,
@@ -64,12 +65,14 @@ class RunComparisonPlot(QWidget):
     def _build_plots(self) -> None:
         import pyqtgraph as pg
 
-        for title, label in (("Validation accuracy", "accuracy"), ("Validation loss", "loss")):
+        for title, label in (("Validation accuracy", "accuracy (%)"),
+                             ("Validation loss", "loss")):
             plot = pg.PlotWidget(self, title=title)
             plot.setBackground("w")
             plot.addLegend(offset=(-10, 10))
             plot.setLabel("bottom", "epoch")
             plot.setLabel("left", label)
+            plot.getAxis("left").enableAutoSIPrefix(False)  # no "x0.001" on small losses
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setMinimumHeight(150)
             self._layout.addWidget(plot, 1)

@@ -118,7 +118,8 @@ def test_bad_config_file_and_bad_flags_exit_2_with_the_reason(tmp_path):
     result = run_cli("train", "--data-root", str(tmp_path / "nowhere"), "--lr", "-1",
                      cwd=tmp_path)
     assert result.returncode == 2
-    assert "lr: must be greater than 0" in result.stderr and "nowhere" in result.stderr
+    assert "Learning rate (lr): must be greater than 0" in result.stderr
+    assert "nowhere" in result.stderr
 
 
 def test_find_batch_trains_growing_batches_with_the_train_flags(tmp_path):

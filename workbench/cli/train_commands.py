@@ -69,7 +69,8 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     # The data is not read: only the model, crops, precision and device matter here.
-    problems = [p for p in config.validate(check_paths=False) if not p.startswith("data_root")]
+    problems = [text for name, text in config.field_problems(check_paths=False)
+                if name != "data_root"]
     if problems:
         print_problems(problems)
         return 2

@@ -227,9 +227,9 @@ def test_an_undecodable_image_is_reported_and_left_out(tmp_path):
     ("changes", "expected"),
     [
         ({"data_root": "/no/such/folder"}, "/no/such/folder"),
-        ({"lr": 0.0}, "lr: must be greater than 0"),
+        ({"lr": 0.0}, "Learning rate (lr): must be greater than 0"),
         ({"batch_size": 0, "crop_size": 64}, "batch_size"),
-        ({"resume": "MISSING"}, "resume: checkpoint"),
+        ({"resume": "MISSING"}, "Resume from checkpoint (resume): checkpoint"),
         ({"device": "cuda:7"}, "cuda:7"),
     ],
 )

@@ -92,14 +92,14 @@ def test_only_changed_curves_are_redrawn(plots):
 def test_memory_plot_says_what_a_cpu_run_shows(plots):
     plots.set_run_start(run_start(None))
     plots.add_step(step(1, 1, 0.5, rss=3 * 2**30))
-    assert plots.memory_note.isVisible()
-    assert "GPU memory not applicable" in plots.memory_note.toPlainText()
+    assert "process RSS (CPU: no GPU memory)" in plots.memory_title()
     assert plots.point_count("process_rss") == 1 and plots.point_count("memory_allocated") == 0
     assert not plots.total_memory_line.isVisible()
 
     plots.reset()
     plots.set_run_start(run_start(4 * 2**30))
     plots.add_step(step(1, 1, 0.5, allocated=2**30))
-    assert not plots.memory_note.isVisible()
+    assert "no GPU memory" not in plots.memory_title()
+    assert "allocated" in plots.memory_title()
     assert plots.total_memory_line.isVisible() and plots.total_memory_line.value() == 4096
     assert plots.point_count("memory_allocated") == 1 and plots.point_count("process_rss") == 0

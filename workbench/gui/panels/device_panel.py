@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.runs.config import TrainConfig
+from workbench.gui.widgets.form_fields import guard_wheel
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 AUTO = "auto"
@@ -104,6 +105,7 @@ class DevicePanel(QWidget):
         self._combo = QComboBox(self)
         self._combo.addItem("auto \u2014 the first CUDA GPU, else the CPU", AUTO)
         self._combo.setEnabled(False)
+        guard_wheel(self._combo)  # it sits in the scrolling Settings tab
         self._choice_label = QLabel("Detecting devices\u2026", self)
         self._choice_label.setObjectName("deviceChoice")
         self._choice_label.setProperty("role", "device")

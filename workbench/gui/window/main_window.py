@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QLabel,
     QMainWindow,
     QMessageBox,
     QWidget,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from workbench.core.runs.config import ConfigError, TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
+from workbench.core.runs.run_history import read_run_history
 from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.device_panel import DevicePanel
@@ -32,13 +32,22 @@ from workbench.gui.panels.log_panel import LogPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
+from workbench.gui.widgets.elided_label import ElidedLabel
 from workbench.gui.window.after_training_tabs import AfterTrainingTabs
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
-from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
+from workbench.gui.window.settings_store import (
+    SettingsStore,
+    fields_set_in_config_file,
+    load_config_file,
+    save_config_file,
+)
+from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.workers.training_worker import TrainingController
+
+DEVICE_STATUS_WIDTH = 700  # of the status bar; the rest is for its messages
 
 if TYPE_CHECKING:  # both import pyqtgraph; see build_plot_panels
     from workbench.gui.panels.dataset_panel import DatasetPanel
@@ -58,7 +67,6 @@ class MainWindow(QMainWindow):
                  build_now: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle("Workbench")
-        self.resize(1500, 950)
         self.ask_before_closing_during_training = True
         self.close_timeout_s = 60.0
         self.last_error = ""
@@ -75,7 +83,8 @@ class MainWindow(QMainWindow):
         self.status_panel = RunStatusPanel()
         self.log_panel = LogPanel()
         self.results_panel = ResultsPanel()
-        self.device_status = QLabel("Detecting devices\u2026")
+        self.device_status = ElidedLabel("Detecting devices\u2026")
+        self.device_status.preferred_width = DEVICE_STATUS_WIDTH
         self.file_menu = FileMenu(self)
         self.run_follow = RunFollowController(self)
         layout = build_main_layout(
@@ -90,7 +99,7 @@ class MainWindow(QMainWindow):
         self.plots_placeholder = layout.plots_placeholder
         self.setCentralWidget(layout.central)
         self.statusBar().addPermanentWidget(self.device_status)
-        self.training_tab.insertWidget(0, self.run_follow.banner)
+        self.training_tab.layout().insertWidget(0, self.run_follow.banner)
         self.after_training = AfterTrainingTabs(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
@@ -186,6 +195,8 @@ class MainWindow(QMainWindow):
         self.run_follow.stop("a run started on this computer; the plots show that run now")
         self.run_follow.hide_banner()
         self._clear_run_views()
+        if config.resume:  # the epochs it continues after stay on the plots
+            self._show_run_history(Path(config.resume).parent)
         self.status_panel.set_state("Starting\u2026 (loading PyTorch, the data and the model)")
         self.log_panel.append_text("info", f"Starting training on {config.data_root}")
         self.controller.start(config)
@@ -210,14 +221,21 @@ class MainWindow(QMainWindow):
         return True
 
     def load_config_from(self, path: str) -> bool:
-        """Load a config file into the form; a problem is shown and False returned."""
+        """Load a config file over the current settings: the fields the file sets change, the
+        others (the data folder too) stay; a problem is shown and False returned."""
         try:
-            config = load_config_file(path)
+            loaded = load_config_file(path)
+            names = fields_set_in_config_file(path)
         except ConfigError as exc:
             self.show_error("Cannot load config", str(exc))
             return False
-        self.apply_config(config)
-        self.log_panel.append_text("info", f"Loaded config {path}")
+        current = self.config_form.config()
+        self.apply_config(current.replace(**{name: getattr(loaded, name) for name in names}))
+        changed = [name for name in names if getattr(loaded, name) != getattr(current, name)]
+        summary = (f"Loaded config {Path(path).name}: it sets {', '.join(names) or 'nothing'}"
+                   f" ({len(changed)} changed); every other setting is kept.")
+        self.log_panel.append_text("info", f"{summary} ({path})")
+        self.statusBar().showMessage(summary, 15_000)
         return True
 
     def resume_from(self, checkpoint: str) -> bool:
@@ -231,6 +249,12 @@ class MainWindow(QMainWindow):
                                              f"beside it ({exc})")
             return False
         self.apply_config(config.replace(resume=str(checkpoint)))
+        self._clear_run_views()
+        done = self._show_run_history(run_dir)
+        self.status_panel.set_state(f"Ready to resume: epochs 1\u2013{done} of this run are "
+                                    f"shown; Start continues with epoch {done + 1}."
+                                    if done else "Ready to resume: Start continues the run.")
+        self.right_tabs.setCurrentWidget(self.training_tab)
         self.log_panel.append_text("info", f"Start continues the run in {run_dir} from "
                                            f"{Path(checkpoint).name}; raise Epochs to train "
                                            "longer than it was set to.")
@@ -281,6 +305,7 @@ class MainWindow(QMainWindow):
         self._settings.set_recent_folders(self.recent_folders())
 
     def _on_dataset_scanned(self, scan: object) -> None:
+        self.config_form.set_dataset_split(scan.layout != "flat")  # val_fraction splits "flat"
         self.log_panel.append_text("info", scan.describe())
         for warning in scan.warnings():
             self.log_panel.append_text("warning", warning)
@@ -310,7 +335,9 @@ class MainWindow(QMainWindow):
         self.config_form.update_config(device=name)
         self.device_status.setText(self.device_panel.choice_text())
 
-    def _on_devices_detected(self, _choices: object) -> None:
+    def _on_devices_detected(self, choices: object) -> None:
+        self.config_form.set_cuda_available(
+            any(name.startswith("cuda") for name, _ in choices.devices))
         self.device_status.setText(self.device_panel.choice_text())
         freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
 
@@ -390,6 +417,21 @@ class MainWindow(QMainWindow):
         self._plots().reset()
         self.results_panel.clear()
 
+    def _show_run_history(self, run_dir: Path) -> int:
+        """Draw the finished epochs of ``run_dir`` (read from its metrics.jsonl); returns the
+        last of them, 0 when there is none."""
+        history = read_run_history(run_dir)
+        plots = self._plots()
+        if history.start is not None:
+            plots.set_run_start(history.start)
+        for event in history.events:
+            if isinstance(event, StepStats):
+                plots.add_step(event)
+            else:
+                plots.add_epoch(event)
+        plots.flush()
+        return history.epochs_done
+
     def _on_training_errored(self, message: str) -> None:
         self.log_panel.append_text("error", message)
         self.status_panel.set_state(f"Failed: {message}")
@@ -447,7 +489,7 @@ class MainWindow(QMainWindow):
         config = self._settings.load_config()
         self.config_form.set_config(config)
         self.device_panel.set_device(config.device)
-        self._settings.restore_window(self)
+        size_window_to_screen(self, restored=self._settings.restore_window(self))
 
     def show_error(self, title: str, text: str) -> None:
         """Log ``text`` and show it in a window-modal box that does not block the caller."""

@@ -69,6 +69,26 @@ def test_predict_prints_top_classes(trained_run):
     assert "notes.png: error:" in lines[1]
 
 
+def test_predict_a_folder_with_the_best_model_into_a_csv(trained_run):
+    import csv
+
+    work, data, run_dir, _ = trained_run
+    folder = data / "val" / "square"
+    out = work / "predictions" / "square.csv"
+    result = run_cli("predict", str(run_dir / "best_model.pt"), str(folder), "--csv", str(out),
+                     "--topk", "2", cwd=work)
+    assert result.returncode == 0, result.stderr
+    with open(out, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["path"] for r in rows] == sorted(str(p) for p in folder.glob("*.png"))
+    assert all(float(r["top1_probability"]) >= float(r["top2_probability"]) for r in rows)
+    # The exported TorchScript model ranks every image the same way.
+    exported = run_cli("predict", str(run_dir / "model_scripted.pt"), str(folder), "--topk",
+                       "2", cwd=work)
+    assert [line.split(": ")[1].split()[0] for line in exported.stdout.splitlines()] == [
+        r["top1_class"] for r in rows]
+
+
 def test_export_a_run_folder_and_resume_from_the_config(trained_run):
     work, data, run_dir, _ = trained_run
     out = work / "exported.pt"

@@ -11,10 +11,17 @@ import argparse
 import sys
 
 from workbench import __version__
-from workbench.cli import data_commands, device_commands, model_commands, train_commands
+from workbench.cli import (
+    data_commands,
+    device_commands,
+    model_commands,
+    run_commands,
+    train_commands,
+)
 from workbench.core.runs.config import ConfigError
 
-COMMAND_MODULES = (train_commands, model_commands, data_commands, device_commands)
+COMMAND_MODULES = (train_commands, model_commands, data_commands, device_commands,
+                   run_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -104,7 +104,7 @@ def test_start_trains_shows_results_and_exports_a_loadable_model(
     assert results.table.rowCount() == 4
     assert [results.table.item(r, 0).text() for r in range(4)] == [
         "circle", "cross", "square", "triangle"]
-    assert all(results.table.item(r, 1).text().endswith("%") for r in range(4))
+    assert all(results.table.item(r, 2).text().endswith("%") for r in range(4))  # recall
     matrix = results.confusion_view.matrix()
     assert len(matrix) == 4 and all(len(row) == 4 for row in matrix)
     assert sum(map(sum, matrix)) == 16  # every validation image counted once

@@ -39,6 +39,10 @@ from workbench.core.models.checkpoint_format import (
     restore_training_state,
     write_workbench_file,
 )
+from workbench.core.models.prediction_records import (
+    PredictionCollector,
+    write_best_predictions,
+)
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import CallbackList, EpochEnd, Message, Progress, RunEnd, RunStart
@@ -311,7 +315,9 @@ class TrainingSession:
         forward, prepare = self._forward_and_prepare(source, self.model)
         return evaluate_batches(source.batches, forward, prepare, len(self.scan.class_names),
                                 self.pipeline.crops_per_sample, self.config.crop_strategy,
-                                self.ctx.autocast, self.control)
+                                self.ctx.autocast, self.control,
+                                PredictionCollector(self.pipeline.crops_per_sample,
+                                                    self.config.crop_strategy))
 
     def _forward_and_prepare(self, source: EpochBatches, model: nn.Module) -> tuple[Any, Any]:
         """Cached features go to the head as they are; uint8 images are prepared for ``model``."""
@@ -329,6 +335,10 @@ class TrainingSession:
                 self._save(BEST_MODEL, model_file_data(
                     self.model, self.scan.class_names, self.config, number, accuracy))
                 self.best_model_path = str(self.run_dir / BEST_MODEL)
+                problem = write_best_predictions(evaluation.predictions, self.run_dir,
+                                                 self.scan.val, self.scan.class_names)
+                if problem:
+                    self._say("warning", problem)
             self.best_val_accuracy, self.best_epoch = accuracy, number
         if saving:
             self._save(LAST_CHECKPOINT, checkpoint_data(

@@ -35,6 +35,7 @@ from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
 from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
 from workbench.gui.widgets.elided_label import ElidedLabel
+from workbench.gui.window.after_training_tabs import AfterTrainingTabs
 from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
@@ -109,6 +110,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.download_bar)
         self.statusBar().addPermanentWidget(self.device_status)
         self.training_tab.layout().insertWidget(0, self.run_follow.banner)
+        self.after_training = AfterTrainingTabs(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)

@@ -16,12 +16,13 @@ from workbench.cli import (
     device_commands,
     lr_find_commands,
     model_commands,
+    run_commands,
     train_commands,
 )
 from workbench.core.runs.config import ConfigError
 
 COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, data_commands,
-                   device_commands)
+                   device_commands, run_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

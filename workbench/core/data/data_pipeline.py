@@ -8,6 +8,7 @@ failure log, instead of ending a night's run (see ``decode_failures``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 
 from workbench.core.data.cache_folder import default_cache_dir
 from workbench.core.data.dataset_scan import DatasetScan
-from workbench.core.data.decode_failures import append_failure
+from workbench.core.data.decode_failures import append_failure, append_warning
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import (
@@ -104,12 +105,21 @@ class ImageSampleDataset(Dataset):
         path, label = self.samples[index]
         image = self._in_memory.get(index)
         if image is None:
-            try:
-                image = load_image_uint8(path, self.resize_size, self.grayscale, self.cache_dir,
-                                         self.upscale)
-            except ImageDecodeError as exc:
-                self._log_failure(path, exc.reason)
+            # Pillow's warnings (odd EXIF, truncated data it could read past) belong in the
+            # run's log beside the failures, not between the progress lines of a terminal.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    image = load_image_uint8(path, self.resize_size, self.grayscale,
+                                             self.cache_dir, self.upscale)
+                except ImageDecodeError as exc:
+                    image, reason = None, exc.reason
+            if image is None:
+                self._log_failure(path, reason)
                 return None, label
+            if caught and self.failure_log:
+                append_warning(self.failure_log, path,
+                               "; ".join(sorted({str(w.message) for w in caught})))
             self._keep_in_memory(index, image)
         return image, label
 

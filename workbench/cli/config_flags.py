@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+from pathlib import Path
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import describe, help_text
+from workbench.core.runs.model_defaults import (
+    apply_model_defaults,
+    full_finetune_for_random_weights,
+)
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
@@ -36,13 +42,32 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The config file (if any) with the flags over it, and the chosen model's defaults in
+    every field neither sets (``workbench.core.runs.model_defaults``).
+
+    weights 'none' with a 'last_layer' nobody asked for becomes 'full', said on stderr.
+    """
     config = TrainConfig.load(args.config) if args.config else TrainConfig()
     overrides = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(TrainConfig)
         if getattr(args, f.name, None) is not None
     }
-    return config.replace(**overrides)
+    explicit = set(overrides) | (_fields_in_file(args.config) if args.config else set())
+    config = apply_model_defaults(config.replace(**overrides), explicit)
+    config, note = full_finetune_for_random_weights(config, explicit)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return config
+
+
+def _fields_in_file(path: str) -> set[str]:
+    """The fields a config file sets (it was read once already, so it parses)."""
+    file = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+    data = json.loads(file.read_text(encoding="utf-8"))
+    if isinstance(data.get("config"), dict) and "environment" in data:
+        data = data["config"]
+    return set(data)
 
 
 def print_problems(problems: list[str]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from workbench.cli.config_flags import add_config_flags, config_from_args, print_problems
 from workbench.cli.model_commands import export_and_report
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.model_defaults import random_frozen_backbone_problem
 
 # find-batch without a data folder sizes the model's head for this many classes.
 ASSUMED_CLASSES = 10
@@ -47,6 +48,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"config written to {args.save_config}")
         return 0
     problems = config.validate()
+    frozen_random = random_frozen_backbone_problem(config)
+    if frozen_random:
+        problems.append(frozen_random)
     if problems:
         print_problems(problems)
         return 2

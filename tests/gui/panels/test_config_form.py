@@ -160,6 +160,28 @@ def test_the_image_cache_folder_is_greyed_out_while_caching_is_off(form, tmp_pat
     assert row.isEnabled() and form.config().cache_dir == str(tmp_path / "images")
 
 
+def test_choosing_a_model_applies_its_defaults_to_the_fields_not_edited(qtbot, form):
+    _set_widget(form, "epochs", 5)
+    _set_widget(form, "lr", 0.2)
+    _set_widget(form, "model", "small_cnn")
+
+    config = form.config()
+    assert (config.weights, config.finetune, config.crop_size, config.resize_size) == \
+        ("none", "full", 28, 28)
+    assert form.field_widget("crop_size").value() == 28  # the widgets show it too
+    assert (config.epochs, config.lr) == (5, 0.2)  # edited by the user: kept
+    assert "small_cnn defaults applied" in form.defaults_note_text()
+    assert form.problems() == []
+
+
+def test_weights_none_turns_last_layer_into_full_with_a_note(qtbot, form):
+    assert form.config().finetune == "last_layer"
+    _set_widget(form, "weights", "none")
+    assert form.config().finetune == "full"
+    assert form.field_widget("finetune").currentText() == FIELDS["finetune"].choices["full"]
+    assert "learns next to nothing" in form.defaults_note_text()
+
+
 def _label_of(form: ConfigForm, field: str) -> str:
     """The text the form shows for ``field``: its row label, or its check box's text."""
     widget = form.field_widget(field)

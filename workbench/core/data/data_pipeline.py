@@ -25,6 +25,7 @@ from workbench.core.data.transforms import (
     build_eval_transform,
     build_train_transform,
     normalization_for,
+    train_source_size,
 )
 
 # Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
@@ -48,6 +49,8 @@ class ImageSampleDataset(Dataset):
             ``MEMORY_CACHE_BYTES``.
         failure_log: text file to which ``"<path>\\t<reason>"`` lines are appended for
             images that cannot be decoded (shared safely by loader processes).
+        upscale: False leaves images smaller than ``resize_size`` at their own size (the
+            random resized crop's source, see ``train_source_size``).
     """
 
     def __init__(
@@ -58,8 +61,10 @@ class ImageSampleDataset(Dataset):
         grayscale: bool,
         cache_dir: str | None,
         failure_log: str | None = None,
+        upscale: bool = True,
     ) -> None:
         self.samples = list(samples)
+        self.upscale = upscale
         self.transform = transform
         self.resize_size = resize_size
         self.grayscale = grayscale
@@ -106,7 +111,7 @@ class ImageSampleDataset(Dataset):
                 warnings.simplefilter("always")
                 try:
                     image = load_image_uint8(path, self.resize_size, self.grayscale,
-                                             self.cache_dir)
+                                             self.cache_dir, self.upscale)
                 except ImageDecodeError as exc:
                     image, reason = None, exc.reason
             if image is None:
@@ -171,8 +176,9 @@ def build_data_pipeline(
     """
     grayscale = config.in_channels == 1
     cache_dir = image_cache_dir(config)
-    train_set = ImageSampleDataset(scan.train, build_train_transform(config),
-                                   config.resize_size, grayscale, cache_dir, failure_log)
+    train_size, train_upscale = train_source_size(config)
+    train_set = ImageSampleDataset(scan.train, build_train_transform(config), train_size,
+                                   grayscale, cache_dir, failure_log, train_upscale)
     val_set = ImageSampleDataset(scan.val, build_eval_transform(config),
                                  config.resize_size, grayscale, cache_dir, failure_log)
     generator = torch.Generator().manual_seed(config.seed)

@@ -21,8 +21,9 @@ OPTIMIZERS = choices_of("optimizer")
 SCHEDULERS = choices_of("scheduler")
 IMBALANCE_OPTIONS = choices_of("imbalance")
 AMP_DTYPES = choices_of("amp_dtype")
+EARLY_STOPPING = choices_of("early_stopping")
 _CHOICE_FIELDS = ("model", "weights", "finetune", "crop_mode", "crop_strategy", "optimizer",
-                  "scheduler", "imbalance", "amp_dtype")
+                  "scheduler", "imbalance", "amp_dtype", "early_stopping")
 
 def default_workers() -> int:
     """Loader processes: enough to keep a laptop GPU fed, never more than the CPU has."""
@@ -55,6 +56,12 @@ class TrainConfig:
     resize_size: int = 256
     crop_size: int = 224
     train_hflip: bool = True
+    # standard crop: the random crop's share of the image area and its aspect-ratio range,
+    # as torchvision's RandomResizedCrop(scale=..., ratio=...)
+    crop_scale_min: float = 0.08
+    crop_scale_max: float = 1.0
+    crop_ratio_min: float = 0.75
+    crop_ratio_max: float = 1.333333  # 4/3 to the six decimals the form shows
     # optimisation
     epochs: int = 10
     # batch_size is per process: under torchrun with N processes the global batch is
@@ -68,6 +75,9 @@ class TrainConfig:
     lr_step_size: int = 7
     lr_gamma: float = 0.1
     imbalance: str = "none"
+    # stop once the watched validation figure has not improved for this many epochs
+    early_stopping: str = "off"
+    early_stopping_patience: int = 3
     # speed
     amp: bool = True
     amp_dtype: str = "auto"  # auto: bfloat16 where the GPU supports it, else float16
@@ -220,6 +230,14 @@ def _model_problems(config: TrainConfig) -> _Problems:
         problems.append(("crop_size", f"{config.crop_size} is larger than resize_size "
                                       f"{config.resize_size}; crops must fit inside the resized "
                                       "image"))
+    if not 0.0 < config.crop_scale_min <= config.crop_scale_max <= 1.0:
+        problems.append(("crop_scale_min", "the crop's area share must satisfy "
+                                           "0 < min <= max <= 1 (got "
+                                           f"{config.crop_scale_min} to {config.crop_scale_max})"))
+    if not 0.0 < config.crop_ratio_min <= config.crop_ratio_max:
+        problems.append(("crop_ratio_min", "the crop's aspect ratios must satisfy 0 < min <= max "
+                                           f"(got {config.crop_ratio_min} to "
+                                           f"{config.crop_ratio_max})"))
     return problems
 
 
@@ -236,6 +254,7 @@ def _number_problems(config: TrainConfig) -> _Problems:
         ("weight_decay", c.weight_decay >= 0, "must not be negative"),
         ("lr_step_size", c.lr_step_size >= 1, "must be at least 1"),
         ("lr_gamma", 0.0 < c.lr_gamma <= 1.0, "must be in (0, 1]"),
+        ("early_stopping_patience", c.early_stopping_patience >= 1, "must be at least 1 epoch"),
         ("workers", c.workers >= 0, "must not be negative"),
         ("max_failed_images", c.max_failed_images >= 0, "must not be negative"),
         ("loader_timeout", c.loader_timeout > 0, "must be more than 0 seconds"),

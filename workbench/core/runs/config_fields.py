@@ -128,6 +128,27 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "The side of the square crops the model sees; it must fit inside the resized image.",
         unit="pixels"),
     FieldDescription(
+        "crop_scale_min", "Crop area, smallest",
+        "The smallest share of the image's area a random training crop may cover, as "
+        "torchvision's RandomResizedCrop scale.",
+        unit="share of the image area, more than 0 and at most the largest",
+        applies=lambda c, x: c.crop_mode == "standard", applies_text="with one crop per image"),
+    FieldDescription(
+        "crop_scale_max", "Crop area, largest",
+        "The largest share of the image's area a random training crop may cover.",
+        unit="share of the image area, at most 1",
+        applies=lambda c, x: c.crop_mode == "standard", applies_text="with one crop per image"),
+    FieldDescription(
+        "crop_ratio_min", "Crop aspect ratio, smallest",
+        "The narrowest width-to-height ratio of a random training crop.",
+        unit="width / height",
+        applies=lambda c, x: c.crop_mode == "standard", applies_text="with one crop per image"),
+    FieldDescription(
+        "crop_ratio_max", "Crop aspect ratio, largest",
+        "The widest width-to-height ratio of a random training crop.",
+        unit="width / height",
+        applies=lambda c, x: c.crop_mode == "standard", applies_text="with one crop per image"),
+    FieldDescription(
         "train_hflip", "Random horizontal flip",
         "Mirror half of the training crops at random; validation images are never flipped.",
         applies=lambda c, x: c.crop_mode == "standard", applies_text="with one crop per image"),
@@ -164,6 +185,17 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "lr_gamma", "Gamma", "The factor the learning rate is multiplied by at each drop.",
         unit="factor, more than 0 and at most 1",
         applies=lambda c, x: c.scheduler == "step", applies_text="with the step schedule"),
+    FieldDescription(
+        "early_stopping", "Early stopping",
+        "Stop the run when the chosen validation figure has not improved for a number of "
+        "epochs; the best model stays on disk.",
+        choices={"off": "Off (train every epoch)",
+                 "val_loss": "When validation loss stops falling",
+                 "val_accuracy": "When validation accuracy stops rising"}),
+    FieldDescription(
+        "early_stopping_patience", "Patience",
+        "Epochs without improvement before early stopping ends the run.", unit="epochs",
+        applies=lambda c, x: c.early_stopping != "off", applies_text="with early stopping on"),
     FieldDescription(
         "imbalance", "Class imbalance", "How classes with few images are made to count.",
         choices={"none": "Ignore (plain loss)",

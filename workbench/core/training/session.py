@@ -56,6 +56,7 @@ from workbench.core.runs.run_folder import (
 )
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
+from workbench.core.training.early_stopping import early_stopping_for
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import build_optimizer, build_scheduler
@@ -95,6 +96,7 @@ class TrainingSession:
         self.started = time.monotonic()
         self.failed_images: FailedImages | None = None
         self._writer: MetricsWriter | None = None
+        self.early_stopping = early_stopping_for(config)
         self._download_step: int | None = None  # the last percent (or MB) reported
 
     # ------------------------------------------------------------------ preparation
@@ -227,6 +229,10 @@ class TrainingSession:
             if self.scheduler is not None:
                 self.scheduler.step()
             self._finish_epoch(epoch, result, evaluation)
+            if self.early_stopping is not None and self.early_stopping.update(
+                    epoch + 1, evaluation.loss, evaluation.accuracy):
+                self._say("info", self.early_stopping.reason())
+                break
         return self._end("completed")
 
     def _run_start_event(self) -> RunStart:

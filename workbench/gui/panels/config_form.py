@@ -14,6 +14,10 @@ from PySide6.QtWidgets import QFileDialog, QFormLayout, QGroupBox, QLabel, QVBox
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FieldContext, applies, describe, help_text
+from workbench.core.runs.model_defaults import (
+    apply_model_defaults,
+    full_finetune_for_random_weights,
+)
 from workbench.gui.widgets.form_fields import (
     Binding,
     CheckBinding,
@@ -28,9 +32,11 @@ from workbench.gui.widgets.image_cache_status import ImageCacheStatus
 # (group title, fields); labels, tooltips and choices come from config_fields.
 _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "weights", "weights_file", "finetune")),
-    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "crop_size", "train_hflip")),
+    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "crop_size", "crop_scale_min",
+               "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip")),
     ("Optimisation", ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay",
-                      "scheduler", "lr_step_size", "lr_gamma", "imbalance")),
+                      "scheduler", "lr_step_size", "lr_gamma", "imbalance", "early_stopping",
+                      "early_stopping_patience")),
     ("Data and speed", ("val_fraction", "workers", "amp", "amp_dtype", "channels_last",
                         "pin_memory", "cache_images", "cache_dir", "cache_features",
                         "images_on_device", "max_steps_per_epoch")),
@@ -46,6 +52,10 @@ _NUMBER_EDITORS: dict[str, dict[str, object]] = {
     "lr_gamma": {"decimals": 6, "step": 0.05},
     "val_fraction": {"decimals": 6, "step": 0.05},
     "loader_timeout": {"decimals": 1, "step": 10.0},
+    "crop_scale_min": {"decimals": 6, "step": 0.05},
+    "crop_scale_max": {"decimals": 6, "step": 0.05},
+    "crop_ratio_min": {"decimals": 6, "step": 0.05},
+    "crop_ratio_max": {"decimals": 6, "step": 0.05},
 }
 _TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
     "weights_file": ("a state_dict .pt file", True),
@@ -97,6 +107,12 @@ class ConfigForm(QWidget):
         self._other_problems.setProperty("role", "error")
         self._other_problems.setWordWrap(True)
         self._other_problems.setStyleSheet("color: #c62828;")
+        # Fields the user has edited here: choosing a model sets its defaults in the others.
+        self._edited: set[str] = set()
+        self._defaults_note = QLabel(self)
+        self._defaults_note.setObjectName("formDefaultsNote")
+        self._defaults_note.setWordWrap(True)
+        self._defaults_note.setVisible(False)
         self.cache_status = ImageCacheStatus(self)
         self._build_layout()
 
@@ -154,6 +170,10 @@ class ConfigForm(QWidget):
         """The editor of ``field`` (tests and the window use it to focus a field)."""
         return self._bindings[field].widget
 
+    def defaults_note_text(self) -> str:
+        """What the form last set by itself (a model's defaults, full fine-tuning), or ''."""
+        return self._defaults_note.text()
+
     def other_problems_text(self) -> str:
         """Problems of fields the form does not show, such as data_root."""
         return self._other_problems.text()
@@ -163,7 +183,21 @@ class ConfigForm(QWidget):
         value = self._bindings[field].value()
         if getattr(self._config, field) == value:
             return
-        self._config = self._config.replace(**{field: value})
+        self._edited.add(field)
+        edited = self._config.replace(**{field: value})
+        config, notes = edited, []
+        if field == "model":
+            config = apply_model_defaults(edited, self._edited)
+            if config != edited:
+                notes.append(f"{value} defaults applied to the fields not edited here.")
+        config, switched = full_finetune_for_random_weights(config, self._edited)
+        notes += [switched] if switched else []
+        self._defaults_note.setText(" ".join(notes))
+        self._defaults_note.setVisible(bool(notes))
+        if config != edited:
+            self.set_config(config)  # the widgets show what was set for the user
+            return
+        self._config = config
         self._config_updated()
 
     def _on_weights_file_browse(self) -> None:
@@ -218,6 +252,7 @@ class ConfigForm(QWidget):
     def _build_layout(self) -> None:
         layout = QVBoxLayout(self)
         layout.addWidget(self._other_problems)
+        layout.addWidget(self._defaults_note)
         defaults = TrainConfig()
         for title, fields in _LAYOUT:
             group = QGroupBox(title, self)

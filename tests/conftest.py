@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import os
 import shutil
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +31,70 @@ def _image_cache_of_the_session():
     else:
         os.environ["WORKBENCH_CACHE_DIR"] = previous
     shutil.rmtree(folder, ignore_errors=True)
+
+
+class _FileHandler(http.server.BaseHTTPRequestHandler):
+    """Serves the server's ``files`` by name, ``pause_s`` between 256 KiB pieces."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        data = self.server.files.get(self.path.lstrip("/"))
+        if data is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        for start in range(0, len(data), 256 * 1024):
+            try:
+                self.wfile.write(data[start:start + 256 * 1024])
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            time.sleep(self.server.pause_s)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def local_file_server() -> Iterator[http.server.ThreadingHTTPServer]:
+    """An HTTP server on 127.0.0.1; tests put bytes in ``server.files[name]``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FileHandler)
+    server.files = {}
+    server.pause_s = 0.0
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@dataclass
+class ServedWeights:
+    """A resnet18 state dict served as the ImageNet weights; see ``served_imagenet_weights``."""
+
+    server: http.server.ThreadingHTTPServer
+    data: bytes
+    name: str
+    saved: Path  # the same state dict on disk, to compare with what was loaded
+
+
+@pytest.fixture()
+def served_imagenet_weights(tmp_path: Path, local_file_server, monkeypatch) -> ServedWeights:
+    """A resnet18 state dict saved here and served on 127.0.0.1 under a torchvision-style name
+    (its own hash inside); TORCH_HOME in tmp_path and the weights' URL pointing at the server:
+    only where the file comes from is replaced, the download, hash check and loading are real."""
+    import torch
+    import torchvision
+
+    from workbench.core.models import building
+
+    saved = tmp_path / "resnet18_state_dict.pth"
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), saved)
+    data = saved.read_bytes()
+    name = f"resnet18-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+    local_file_server.files[name] = data
+    url = f"http://127.0.0.1:{local_file_server.server_address[1]}/{name}"
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    monkeypatch.setattr(building, "imagenet_weights_url", lambda: url)
+    return ServedWeights(local_file_server, data, name, saved)

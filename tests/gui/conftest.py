@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThrea
 
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback, EpochEnd, RunEnd, RunStart
 
 THREAD_GRACE_S = 2.0
 POOL_WAIT_MS = 60_000
@@ -150,3 +152,41 @@ def ui_ticks() -> Iterator[TickCounter]:
     counter = TickCounter()
     yield counter
     counter.timer.stop()
+
+
+@dataclass
+class FinishedRun(Callback):
+    """A run's events as the window would have received them."""
+
+    start: RunStart | None = None
+    epochs: list[EpochEnd] = field(default_factory=list)
+    end: RunEnd | None = None
+
+    def on_run_start(self, event):
+        self.start = event
+
+    def on_epoch_end(self, event):
+        self.epochs.append(event)
+
+    def on_run_end(self, event):
+        self.end = event
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> FinishedRun:
+    """Two epochs of the small CNN on four shape classes (3 val images each), on the CPU."""
+    root = tmp_path_factory.mktemp("results-run")
+    data = write_shape_dataset(root / "shapes", per_class=8, size=(32, 32), layout="train_val",
+                               val_per_class=3)
+    config = TrainConfig(
+        data_root=str(data), model="small_cnn", weights="none", crop_mode="five_crop",
+        resize_size=32, crop_size=28, batch_size=8, epochs=2, workers=0, lr=0.05,
+        output_dir=str(root / "runs"), device="cpu", amp=False, cache_images=False,
+        finetune="full",
+    )
+    from workbench.core.training.engine import train  # torch only for the tests that train
+
+    run = FinishedRun()
+    train(config, run)
+    assert run.end is not None and run.end.status == "completed", run.end
+    return run

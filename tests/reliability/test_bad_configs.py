@@ -50,22 +50,23 @@ def _config(root: Path, output: Path, **changes) -> TrainConfig:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"batch_size": 11}, "batch_size: 11 is more than the 10 training images"),
-        ({"batch_size": 500}, "batch_size: 500 is more than the 10 training images"),
-        ({"crop_size": 40}, "crop_size: 40 is larger than resize_size 32"),
-        ({"resize_size": 4, "crop_size": 4}, "resize_size: must be at least 8"),
-        ({"crop_size": 0}, "crop_size: must be at least 8"),
-        ({"batch_size": 0}, "batch_size: must be at least 1"),
-        ({"epochs": 0}, "epochs: must be at least 1"),
-        ({"lr": -0.1}, "lr: must be greater than 0"),
-        ({"momentum": 1.5}, "momentum: must be in [0, 1)"),
-        ({"weight_decay": -1.0}, "weight_decay: must not be negative"),
-        ({"workers": -2}, "workers: must not be negative"),
-        ({"max_failed_images": -1}, "max_failed_images: must not be negative"),
-        ({"loader_timeout": 0.0}, "loader_timeout: must be more than 0 seconds"),
-        ({"val_fraction": 1.5}, "val_fraction: must be between 0 and 1"),
-        ({"crop_mode": "six_crop"}, "crop_mode: 'six_crop' is not one of"),
-        ({"device": "tpu"}, "device: 'tpu' is not"),
+        ({"batch_size": 11}, "Batch size (batch_size): 11 is more than the 10 training images"),
+        ({"batch_size": 500}, "Batch size (batch_size): 500 is more than the 10 training images"),
+        ({"crop_size": 40}, "Crop size (crop_size): 40 is larger than resize_size 32"),
+        ({"resize_size": 4, "crop_size": 4},
+         "Resize shorter side to (resize_size): must be at least 8"),
+        ({"crop_size": 0}, "Crop size (crop_size): must be at least 8"),
+        ({"batch_size": 0}, "Batch size (batch_size): must be at least 1"),
+        ({"epochs": 0}, "Epochs (epochs): must be at least 1"),
+        ({"lr": -0.1}, "Learning rate (lr): must be greater than 0"),
+        ({"momentum": 1.5}, "Momentum (momentum): must be in [0, 1)"),
+        ({"weight_decay": -1.0}, "Weight decay (weight_decay): must not be negative"),
+        ({"workers": -2}, "Loader workers (workers): must not be negative"),
+        ({"max_failed_images": -1}, "Max failed images (max_failed_images): must not be negative"),
+        ({"loader_timeout": 0.0}, "Loader timeout (loader_timeout): must be more than 0 seconds"),
+        ({"val_fraction": 1.5}, "Validation fraction (val_fraction): must be between 0 and 1"),
+        ({"crop_mode": "six_crop"}, "Crop mode (crop_mode): 'six_crop' is not one of"),
+        ({"device": "tpu"}, "Device (device): 'tpu' is not"),
     ],
     ids=lambda value: "-".join(f"{k}={v}" for k, v in value.items())
     if isinstance(value, dict) else "",
@@ -111,7 +112,7 @@ def test_a_cache_dir_that_is_a_file_is_refused_naming_it(shapes: Path, tmp_path:
     end = train(_config(shapes, tmp_path / "runs", cache_images=True, cache_dir=str(blocker)),
                 recorder)
     assert end.status == "failed"
-    assert f"cache_dir: '{blocker}' is a file; choose a folder" in end.error
+    assert f"Image cache folder (cache_dir): '{blocker}' is a file; choose a folder" in end.error
     assert blocker.read_text() == "not a folder"
 
 

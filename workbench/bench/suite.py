@@ -29,6 +29,7 @@ GROUPS = {
     "training": "workbench.bench.training_benchmark",
     "worker": "workbench.bench.worker_benchmark",
     "ui": "workbench.bench.ui_latency_benchmark",
+    "accuracy": "workbench.bench.accuracy_benchmark",
 }
 DEFAULT_OUTPUT = "bench.json"
 

@@ -14,14 +14,16 @@ from workbench import __version__
 from workbench.cli import (
     data_commands,
     device_commands,
+    lr_find_commands,
     model_commands,
     probe_commands,
+    run_commands,
     train_commands,
 )
 from workbench.core.runs.config import ConfigError
 
-COMMAND_MODULES = (train_commands, model_commands, data_commands, device_commands,
-                   probe_commands)
+COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, data_commands,
+                   device_commands, run_commands, probe_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

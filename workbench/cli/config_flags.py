@@ -4,49 +4,70 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
+from pathlib import Path
 
-from workbench.core.runs.config import (
-    CROP_MODES,
-    CROP_STRATEGIES,
-    FINETUNE_MODES,
-    IMBALANCE_OPTIONS,
-    MODELS,
-    OPTIMIZERS,
-    SCHEDULERS,
-    WEIGHTS,
-    TrainConfig,
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config_fields import describe, help_text
+from workbench.core.runs.model_defaults import (
+    apply_model_defaults,
+    full_finetune_for_random_weights,
 )
-
-_CHOICES = {
-    "model": MODELS, "weights": WEIGHTS, "finetune": FINETUNE_MODES, "crop_mode": CROP_MODES,
-    "crop_strategy": CROP_STRATEGIES, "optimizer": OPTIMIZERS, "scheduler": SCHEDULERS,
-    "imbalance": IMBALANCE_OPTIONS,
-}
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("training settings (override --config)")
+    """One flag per TrainConfig field, with the field's help, values and default in ``--help``."""
+    group = parser.add_argument_group(
+        "training settings (each overrides --config; a setting given neither way keeps its "
+        "default)")
+    defaults = TrainConfig()
     for field in dataclasses.fields(TrainConfig):
-        flag = "--" + field.name.replace("_", "-")
-        kind = type(getattr(TrainConfig(), field.name))
-        if kind is bool:
-            group.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction,
-                               default=None)
+        name = field.name
+        flag = "--" + name.replace("_", "-")
+        default = getattr(defaults, name)
+        description = describe(name)
+        # argparse formats help with %: a literal % must be doubled.
+        text = help_text(name, default).replace("%", "%%")
+        if isinstance(default, bool):
+            group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
+                               default=None, help=text)
+        elif description.choices and not description.open_choices:
+            group.add_argument(flag, dest=name, type=type(default), default=None,
+                               choices=description.values(), help=text)
         else:
-            group.add_argument(flag, dest=field.name, type=kind, default=None,
-                               choices=_CHOICES.get(field.name), metavar=None
-                               if field.name in _CHOICES else field.name.upper())
+            metavar = "|".join(description.values()) if description.choices else name.upper()
+            group.add_argument(flag, dest=name, type=type(default), default=None,
+                               metavar=metavar, help=text)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The config file (if any) with the flags over it, and the chosen model's defaults in
+    every field neither sets (``workbench.core.runs.model_defaults``).
+
+    weights 'none' with a 'last_layer' nobody asked for becomes 'full', said on stderr.
+    """
     config = TrainConfig.load(args.config) if args.config else TrainConfig()
     overrides = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(TrainConfig)
         if getattr(args, f.name, None) is not None
     }
-    return config.replace(**overrides)
+    explicit = set(overrides) | (_fields_in_file(args.config) if args.config else set())
+    config = apply_model_defaults(config.replace(**overrides), explicit)
+    config, note = full_finetune_for_random_weights(config, explicit)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return config
+
+
+def _fields_in_file(path: str) -> set[str]:
+    """The fields a config file sets (it was read once already, so it parses)."""
+    file = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+    data = json.loads(file.read_text(encoding="utf-8"))
+    if isinstance(data.get("config"), dict) and "environment" in data:
+        data = data["config"]
+    return set(data)
 
 
 def print_problems(problems: list[str]) -> None:

@@ -6,10 +6,21 @@ from __future__ import annotations
 import math
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
+from workbench.core.data.decode_failures import read_failure_log, read_warning_log
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+from workbench.core.runs.events import (
+    Callback,
+    EpochEnd,
+    Message,
+    Progress,
+    RunEnd,
+    RunStart,
+    StepStats,
+)
+from workbench.core.runs.run_folder import DECODE_FAILURES
 from workbench.core.training.bottleneck import UNKNOWN, BottleneckMonitor
 from workbench.core.units import GIB
 
@@ -36,6 +47,7 @@ class TerminalProgress(Callback):
         self._last_draw = 0.0
         self._last_percent = -1
         self._line_open = False
+        self._last_progress_step = -1
 
     def _print(self, text: str) -> None:
         if self._line_open:
@@ -91,18 +103,47 @@ class TerminalProgress(Callback):
         prefix = "" if event.level == "info" else f"{event.level}: "
         self._print(prefix + event.text)
 
+    def on_progress(self, event: Progress) -> None:
+        if self.interactive:
+            self.stream.write(f"\r{event.describe()}   ")
+            self.stream.flush()
+            self._line_open = True
+            return
+        # A pipe gets a line a quarter (every 10 MB when the size is unknown).
+        step = event.done // 10_000_000 if event.fraction is None else int(4 * event.fraction)
+        if step != self._last_progress_step:
+            self._last_progress_step = step
+            self._print(event.describe())
+
     def on_run_end(self, event: RunEnd) -> None:
-        self._print(
-            f"run {event.status} after {event.epochs_completed} epoch(s) in {event.seconds:.1f} s; "
-            f"best val accuracy {event.best_val_accuracy:.3f} (epoch {event.best_epoch})"
-        )
+        # Before its first epoch a run has no best epoch to speak of.
+        best = (f"; best val accuracy {event.best_val_accuracy:.3f} (epoch {event.best_epoch})"
+                if event.best_epoch else "")
+        self._print(f"run {event.status} after {event.epochs_completed} epoch(s) in "
+                    f"{event.seconds:.1f} s{best}")
         if event.best_model_path:
             self._print(f"best model: {event.best_model_path}")
         if event.last_checkpoint_path:
             self._print(f"last checkpoint: {event.last_checkpoint_path}")
+        self._print_decode_log(event.run_dir)
         diagnosis = self.bottleneck.diagnosis()
         if diagnosis.kind != UNKNOWN:
             self._print(f"bottleneck: {diagnosis.sentence}")
+
+
+    def _print_decode_log(self, run_dir: str) -> None:
+        """Say where the images that failed (or decoded with warnings) are listed."""
+        log = Path(run_dir) / DECODE_FAILURES if run_dir else None
+        if log is None or not log.is_file():
+            return
+        try:
+            failed, warned = len(read_failure_log(str(log))), len(read_warning_log(str(log)))
+        except OSError:
+            return
+        counts = [f"{failed} image(s) could not be decoded"] if failed else []
+        counts += [f"{warned} decoded with warnings"] if warned else []
+        if counts:
+            self._print(f"{' and '.join(counts)}; one line each in {log}")
 
 
 def _num(value: float) -> str:

@@ -9,6 +9,10 @@ from pathlib import Path
 from workbench.cli.config_flags import add_config_flags, config_from_args, print_problems
 from workbench.cli.model_commands import export_and_report
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.model_defaults import random_frozen_backbone_problem
+
+# find-batch without a data folder sizes the model's head for this many classes.
+ASSUMED_CLASSES = 10
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,12 +24,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="export the best model to TorchScript when training completes")
     add_config_flags(train)
     train.set_defaults(handler=_cmd_train)
-    find = sub.add_parser("find-batch", help="find the largest batch that trains on the device "
-                                             "(same settings as train)")
+    find = sub.add_parser("find-batch", help="find the largest batch that trains on a GPU "
+                                             "(same settings as train; the CPU has no limit "
+                                             "to find)")
     find.add_argument("--config",
                       help="a TrainConfig JSON file, a run's config.json or its run folder")
     find.add_argument("--max-batch", type=int, default=None,
-                      help="the largest batch to try (default 1024 on CUDA, 64 on the CPU)")
+                      help="the largest batch to try (default 1024); on the CPU there is no "
+                           "memory limit to find and nothing is tried")
     add_config_flags(find)
     find.set_defaults(handler=_cmd_find_batch)
     demo = sub.add_parser("demo", help="train and export on the bundled demo dataset (no network)")
@@ -42,6 +48,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"config written to {args.save_config}")
         return 0
     problems = config.validate()
+    frozen_random = random_frozen_backbone_problem(config)
+    if frozen_random:
+        problems.append(frozen_random)
     if problems:
         print_problems(problems)
         return 2
@@ -89,14 +98,22 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     # The data is not read: only the model, crops, precision and device matter here.
-    problems = [p for p in config.validate(check_paths=False) if not p.startswith("data_root")]
+    problems = [text for name, text in config.field_problems(check_paths=False)
+                if name != "data_root"]
     if problems:
         print_problems(problems)
         return 2
-    try:
-        classes = len(scan_dataset(config.data_root).class_names) if config.data_root else 10
-    except DatasetError:
-        classes = 10
+    if config.data_root:
+        try:
+            classes = len(scan_dataset(config.data_root).class_names)
+        except DatasetError as exc:
+            print(f"error: data_root: {exc} (find-batch reads the folder for the number of "
+                  "classes; leave data_root out to assume 10)", file=sys.stderr)
+            return 2
+    else:
+        classes = ASSUMED_CLASSES
+        print(f"no data_root given: assuming {classes} classes (the head's size barely "
+              "changes the memory a batch needs)", file=sys.stderr)
 
     def report(batch: int, fitted: bool, peak: int | None) -> None:
         memory = f", {peak_memory_text(peak, device)}" if fitted and peak else ""
@@ -110,7 +127,7 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(result.describe())
-    return 0 if result.largest_fitting else 1
+    return 0 if result.largest_fitting or result.no_memory_limit else 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

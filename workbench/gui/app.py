@@ -17,6 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication
 
+from workbench.gui.platform_libraries import check_platform_libraries
 from workbench.gui.resources import app_icon, stylesheet
 from workbench.gui.window.main_window import MainWindow
 
@@ -51,6 +52,10 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the window until it is closed; returns the exit code."""
     args = parse_args(argv)
+    problem = check_platform_libraries()
+    if problem:  # Qt would stop at the first missing library, naming only that one
+        print(problem, file=sys.stderr)
+        return 1
     app = create_application()
     window = MainWindow(build_now=False)
     window.show()

@@ -2,9 +2,10 @@
 
 Usage (no display needed)::
 
-    xvfb-run -s "-screen 0 1600x1000x24" python -m workbench.gui.screenshot docs.png
+    xvfb-run -s "-screen 0 1920x1080x24" python -m workbench.gui.screenshot docs.png
 
-It opens the MainWindow on the bundled demo dataset, trains the demo config for two short
+It opens the MainWindow, sized from the screen as a user's would be (so the screen size given to
+Xvfb is the screen shown), on the bundled demo dataset, trains the demo config for two short
 epochs so the plots have data, selects a training image so the preview shows its crops, shows
 the Training tab and saves the window to the given PNG. ``--all`` also saves the Settings and
 Results tabs next to it (``docs-settings.png``, ``docs-results.png``). Settings and runs go to
@@ -26,7 +27,6 @@ from workbench.gui.app import create_application
 from workbench.gui.window.main_window import MainWindow
 from workbench.gui.window.settings_store import SettingsStore
 
-WINDOW_SIZE = (1600, 1000)
 TRAIN_TIMEOUT_S = 600
 
 
@@ -74,7 +74,6 @@ def prepare_window(workdir: Path) -> MainWindow:
     settings = QSettings(str(workdir / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings=SettingsStore(settings))
     window.ask_before_closing_during_training = False
-    window.resize(*WINDOW_SIZE)
     window.show()
     root = ensure_demo_dataset()
     config = demo_config(root, output_dir=str(workdir / "runs")).replace(

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils.data import WeightedRandomSampler
 
-from workbench.core.data.batch_preparation import BatchPreparer
+from workbench.core.data.batch_preparation import BatchPreparer, normalise_in_one_pass
 from workbench.core.data.batched_crops import draw_resized_crops
 from workbench.core.data.data_pipeline import (
     ImageSampleDataset,
@@ -271,3 +271,26 @@ def test_a_batch_of_same_size_images_is_cropped_in_one_go(tmp_path: Path) -> Non
     assert [label for _, label in mixed] == [1, -1, 1]
     assert all(tuple(crop.shape) == (3, 32, 32) for crop, _ in mixed)
     assert not mixed[1][0].any()
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_the_one_pass_normalisation_of_the_gpu_path_is_the_formula(channels_last: bool) -> None:
+    # The function the GPU path calls, run here on the CPU, against (x / 255 - mean) / std.
+    generator = torch.Generator().manual_seed(1)
+    images = torch.randint(0, 256, (4, 3, 5, 6), dtype=torch.uint8, generator=generator)
+    images[0, :, 0, 0] = 0
+    images[0, :, 0, 1] = 255
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    preparer = BatchPreparer(mean, std, "cpu", channels_last=channels_last)
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+
+    floats = normalise_in_one_pass(images, preparer.scale, preparer.shift, layout)
+
+    for c in range(3):
+        want = (images[:, c].double() / 255.0 - mean[c]) / std[c]
+        torch.testing.assert_close(floats[:, c].double(), want, rtol=0, atol=2e-6)
+    assert floats.dtype == torch.float32 and floats.is_contiguous(memory_format=layout)
+    assert floats[0, 0, 0, 0].item() == pytest.approx(-mean[0] / std[0], abs=1e-6)
+    assert floats[0, 2, 0, 1].item() == pytest.approx((1 - mean[2]) / std[2], abs=1e-6)
+    cpu_path, _ = preparer(images, torch.zeros(4))
+    torch.testing.assert_close(floats, cpu_path, rtol=0, atol=1e-6)

@@ -159,7 +159,10 @@ def test_an_undecodable_image_is_named_and_left_out(tmp_path):
     assert "max_failed_images" in end.error and "broken.png" in end.error
 
 
-def test_validation_images_of_another_size_keep_both_splits_with_the_loader(tmp_path):
+def test_validation_images_of_another_size_stay_on_the_device_beside_the_training_ones(
+        tmp_path):
+    # Training images are cropped from their own size, validation images from resize_size:
+    # the two splits need not match, only each split within itself.
     data = write_shape_dataset(tmp_path / "data", per_class=6, size=(32, 32),
                                layout="train_val", val_per_class=2, image_format="PNG")
     for path in (data / "val").glob("*/*.png"):
@@ -168,6 +171,6 @@ def test_validation_images_of_another_size_keep_both_splits_with_the_loader(tmp_
     end = train(digits_config(data, tmp_path, workers=0), watcher)
 
     assert end.status == "completed"
-    assert watcher.said("Training images are 32x32 grey and validation images 48x32 grey after "
-                        "resizing, so images are read in the training process.")
-    assert not watcher.start.images_on_device
+    assert watcher.said("are 32x32 grey (training) and 48x32 grey (validation) after resizing, "
+                        "so they stay on cpu")
+    assert watcher.start.images_on_device

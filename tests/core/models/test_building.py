@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.error import URLError
 
 import pytest
 import torch
 import torchvision
 from torch import nn
 
+from workbench.core.models import building
 from workbench.core.models.building import (
     SmallCNN,
     WeightsError,
@@ -49,14 +49,13 @@ def _bn_stats(model: nn.Module) -> list[torch.Tensor]:
 
 @pytest.fixture()
 def offline_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty torch hub folder, and a download function that fails as it does offline."""
+    """An empty torch hub folder, and the weights' URL on a port of 127.0.0.1 where nothing
+    listens (port 9), so the download is refused as it is offline."""
     # Same effect as torch.hub.set_dir, undone by monkeypatch after the test.
     monkeypatch.setattr(torch.hub, "_hub_dir", str(tmp_path / "hub"))
-
-    def offline(*args: object, **kwargs: object) -> None:
-        raise URLError("[Errno -3] Temporary failure in name resolution")
-
-    monkeypatch.setattr(torch.hub, "download_url_to_file", offline)
+    file_name = building.imagenet_weights_url().rsplit("/", 1)[1]
+    monkeypatch.setattr(building, "imagenet_weights_url",
+                        lambda: f"http://127.0.0.1:9/{file_name}")
     return tmp_path / "hub"
 
 
@@ -245,7 +244,7 @@ def test_imagenet_weights_offline_names_cache_folder_and_file(offline_hub: Path)
     assert str(offline_hub / "checkpoints") in message
     assert "resnet18-f37072fd.pth" in message
     assert "'none'" in message and "'file'" in message
-    assert not expected.exists()
+    assert not expected.exists() and list(expected.parent.iterdir()) == []
 
 
 def test_imagenet_weights_already_in_cache_load_offline(offline_hub: Path) -> None:

@@ -28,24 +28,25 @@ def test_every_problem_is_reported_with_its_field(tmp_path):
                          model="vgg", device="gpu", weights="file", val_fraction=1.0)
     problems = config.validate()
     for expected in [
-        f"data_root: folder '{tmp_path / 'missing'}' does not exist",
-        "lr: must be greater than 0 (got 0)",
-        "batch_size: must be at least 1 (got 0)",
-        "epochs: must be at least 1",
-        "crop_size: 224 is larger than resize_size 100",
-        "momentum: must be in [0, 1)",
-        "weight_decay: must not be negative",
-        "model: 'vgg' is not one of resnet18, small_cnn",
-        "device: 'gpu' is not",
-        "weights_file: choose a state_dict file",
-        "val_fraction: must be between 0 and 1",
+        f"Data folder (data_root): folder '{tmp_path / 'missing'}' does not exist",
+        "Learning rate (lr): must be greater than 0 (got 0)",
+        "Batch size (batch_size): must be at least 1 (got 0)",
+        "Epochs (epochs): must be at least 1",
+        "Crop size (crop_size): 224 is larger than resize_size 100",
+        "Momentum (momentum): must be in [0, 1)",
+        "Weight decay (weight_decay): must not be negative",
+        "Model (model): 'vgg' is not one of resnet18, small_cnn",
+        "Device (device): 'gpu' is not",
+        "Weights file (weights_file): choose a state_dict file",
+        "Validation fraction (val_fraction): must be between 0 and 1",
     ]:
         assert any(p.startswith(expected) for p in problems), (expected, problems)
 
 
 def test_small_cnn_cannot_use_imagenet_weights(tmp_path):
     problems = TrainConfig(data_root=str(tmp_path), model="small_cnn").validate()
-    assert problems == ["weights: small_cnn has no ImageNet weights; use 'none' or 'file'"]
+    assert problems == ["Starting weights (weights): small_cnn has no ImageNet weights; "
+                        "use 'none' or 'file'"]
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,16 @@ def test_each_try_is_a_real_training_step_with_the_run_settings():
     assert STEPS_PER_TRY == 2 and probe.optimizer.state  # momentum held like a run holds it
 
 
+def test_the_cpu_has_no_limit_to_find_and_nothing_is_tried():
+    tried: list[int] = []
+    result = find_batch_size(cnn_config(), max_batch=64,
+                             on_try=lambda batch, fitted, peak: tried.append(batch))
+    assert result.no_memory_limit and tried == [] and result.tried == ()
+    assert result.batch_size == 0 and result.largest_fitting == 0
+    assert result.describe().startswith("There is no memory limit to find on the CPU (cpu)")
+    assert "Batch size left unchanged" in result.describe()
+
+
 def test_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match="max_batch"):
         find_batch_size(cnn_config(), max_batch=-1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import StepStats
 from workbench.core.training.bottleneck import (
@@ -125,3 +127,23 @@ def test_the_monitor_judges_the_recent_window():
     assert monitor.diagnosis().kind == COMPUTE_BOUND  # the window holds epoch 2's steps only
     monitor.clear()
     assert monitor.diagnosis().kind == UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("wait", "compute", "expected"),
+    [
+        (0.32, 0.68, INPUT_BOUND),
+        (0.30, 0.70, INPUT_BOUND),  # "at or above" 30%
+        (0.28, 0.72, BALANCED),
+        (0.12, 0.88, BALANCED),
+        (0.10, 0.90, COMPUTE_BOUND),  # "at or below" 10%
+        (0.08, 0.92, COMPUTE_BOUND),
+    ],
+)
+def test_the_verdict_near_its_thresholds(wait, compute, expected):
+    # Exact shares: wait / (wait + compute) of 3 / 10 is 0.3 in floating point too.
+    steps = epoch_of(wait * 100, compute * 100)
+    diagnosis = diagnose(steps, device="cpu", cpu_count=4)
+    assert diagnosis.kind == expected
+    assert diagnosis.data_wait_share == pytest.approx(wait, abs=1e-12)
+    assert diagnosis.sentence.startswith(expected.capitalize())

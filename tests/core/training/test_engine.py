@@ -227,9 +227,9 @@ def test_an_undecodable_image_is_reported_and_left_out(tmp_path):
     ("changes", "expected"),
     [
         ({"data_root": "/no/such/folder"}, "/no/such/folder"),
-        ({"lr": 0.0}, "lr: must be greater than 0"),
+        ({"lr": 0.0}, "Learning rate (lr): must be greater than 0"),
         ({"batch_size": 0, "crop_size": 64}, "batch_size"),
-        ({"resume": "MISSING"}, "resume: checkpoint"),
+        ({"resume": "MISSING"}, "Resume from checkpoint (resume): checkpoint"),
         ({"device": "cuda:7"}, "cuda:7"),
     ],
 )
@@ -264,3 +264,98 @@ def test_single_class_folder_is_refused(tmp_path):
                                size=(40, 32), layout="flat")
     end = train(tiny_config(root, tmp_path / "runs"))
     assert end.status == "failed" and "at least 2 class folders" in end.error
+
+
+def test_resume_keeps_the_learning_rate_schedule(tmp_path):
+    # The default step schedule decays every 7 epochs: a run stopped after epoch 3 and resumed
+    # must still decay at epoch 7 (and not at 3 + 7), epoch for epoch like a run of 8.
+    data = write_shape_dataset(tmp_path / "data", per_class=2, size=(32, 32),
+                               layout="train_val", val_per_class=1)
+    config = TrainConfig(
+        data_root=str(data), model="small_cnn", weights="none", crop_mode="standard",
+        resize_size=28, crop_size=28, batch_size=8, epochs=8, optimizer="sgd", lr=0.01,
+        scheduler="step", workers=0, output_dir=str(tmp_path / "runs"), cache_images=False,
+        seed=5,
+    )
+    assert (config.lr_step_size, config.lr_gamma) == (7, 0.1)  # the defaults under test
+    straight, first, resumed = Recorder(), Recorder(), Recorder()
+    train(config.replace(run_name="straight"), straight)
+    stopped = train(config.replace(run_name="first", epochs=3), first)
+    end = train(config.replace(resume=stopped.last_checkpoint_path), resumed)
+
+    assert end.status == "completed" and end.epochs_completed == 8
+    straight_lrs = [e.lr for e in straight.events("on_epoch_end")]
+    resumed_lrs = [e.lr for e in first.events("on_epoch_end") + resumed.events("on_epoch_end")]
+    assert len(straight_lrs) == len(resumed_lrs) == 8
+    assert straight_lrs == pytest.approx(resumed_lrs, rel=1e-9)
+    # And the schedule itself: epochs 1-6 end at 0.01; the 7th step decays it tenfold.
+    assert straight_lrs == pytest.approx([0.01] * 6 + [0.001] * 2, rel=1e-9)
+    step_lrs = [s.lr for s in resumed.events("on_step")]
+    assert step_lrs == pytest.approx([0.01] * 4 + [0.001], rel=1e-9)  # epochs 4..8
+
+
+def _labels_reaching_the_loss(monkeypatch) -> list[tuple[list[int], object]]:
+    """Spy on the training step's loss: the labels of every train batch and the class weights
+    that came with them (the real loss is still computed)."""
+    from workbench.core.training import steps
+
+    seen: list[tuple[list[int], object]] = []
+    real_loss = steps.multicrop_loss
+
+    def recording_loss(logits, labels, crops, strategy, class_weights=None):
+        if torch.is_grad_enabled():  # training, not evaluation
+            seen.append((labels.tolist(), class_weights))
+        return real_loss(logits, labels, crops, strategy, class_weights)
+
+    monkeypatch.setattr(steps, "multicrop_loss", recording_loss)
+    return seen
+
+
+def _imbalanced_config(tmp_path, **changes) -> TrainConfig:
+    # circle 24 images, square 4; a quarter of each held out: 18 and 3 to train on.
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "square"),
+                               per_class=[24, 4], size=(32, 32), layout="flat")
+    return TrainConfig(
+        data_root=str(root), model="small_cnn", weights="none", crop_mode="standard",
+        resize_size=28, crop_size=28, batch_size=7, epochs=3, optimizer="sgd", lr=0.01,
+        scheduler="none", workers=0, val_fraction=0.25, output_dir=str(tmp_path / "runs"),
+        cache_images=False, seed=2,
+    ).replace(**changes)
+
+
+@pytest.mark.parametrize("images_on_device", [True, False])
+def test_the_weighted_sampler_evens_out_the_classes_of_the_batches(tmp_path, monkeypatch,
+                                                                   images_on_device):
+    seen = _labels_reaching_the_loss(monkeypatch)
+    config = _imbalanced_config(tmp_path, images_on_device=images_on_device)
+    assert train(config.replace(run_name="plain")).status == "completed"
+    plain = [label for labels, _ in seen for label in labels]
+    seen.clear()
+    end = train(config.replace(run_name="sampled", imbalance="weighted_sampler"))
+    sampled = [label for labels, _ in seen for label in labels]
+
+    assert end.status == "completed"
+    assert len(plain) == len(sampled) == 3 * 21  # as many samples an epoch either way
+    assert plain.count(1) == 3 * 3  # every image once an epoch: 3 of 21 are squares
+    # Drawn in inverse proportion to the class sizes: about half are squares.
+    assert 0.35 <= sampled.count(1) / len(sampled) <= 0.65
+    assert all(weights is None for _, weights in seen)  # the sampler, not the loss, weighs
+
+
+def test_the_class_weighted_loss_weighs_the_loss_of_the_rare_class(tmp_path, monkeypatch):
+    seen = _labels_reaching_the_loss(monkeypatch)
+    config = _imbalanced_config(tmp_path, epochs=1)
+    plain, weighted = Recorder(), Recorder()
+    train(config.replace(run_name="plain"), plain)
+    assert all(weights is None for _, weights in seen)
+    seen.clear()
+    end = train(config.replace(run_name="weighted", imbalance="weighted_loss"), weighted)
+
+    assert end.status == "completed"
+    weights = seen[0][1]
+    # 1/count, scaled to a mean of 1: 18 circles and 3 squares -> 2/7 and 12/7.
+    torch.testing.assert_close(weights.cpu(), torch.tensor([2 / 7, 12 / 7]))
+    # Same start, same batches: only the weighting can change the first step's loss.
+    first_plain = plain.events("on_step")[0]
+    first_weighted = weighted.events("on_step")[0]
+    assert abs(first_plain.loss - first_weighted.loss) > 1e-4

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QCheckBox, QLineEdit
 
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config_fields import FIELDS
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.widgets.form_fields import FieldRow
 
@@ -70,8 +71,10 @@ def _set_widget(form: ConfigForm, field: str, value: object) -> None:
     widget = form.field_widget(field)
     if hasattr(widget, "setValue"):
         widget.setValue(value)
-    elif hasattr(widget, "setCurrentText"):
-        widget.setCurrentText(str(value))
+    elif hasattr(widget, "setChecked"):
+        widget.setChecked(bool(value))
+    elif hasattr(widget, "findData"):  # a combo box lists labels; the value is the item data
+        widget.setCurrentIndex(widget.findData(value))
     else:  # a text field, possibly with a browse button
         widget.findChild(QLineEdit).setText(str(value))
 
@@ -97,22 +100,22 @@ INVALID_FIELDS = [
 def test_each_invalid_field_shows_the_engine_message_next_to_it(form, field, value):
     _set_widget(form, field, value)
 
-    expected = [p for p in form.config().validate() if p.startswith(f"{field}:")]
+    expected = [text for name, text in form.config().field_problems() if name == field]
     assert len(expected) == 1, form.config().validate()
     assert getattr(form.config(), field) == value
     assert form.field_problem_text(field) == expected[0]
     assert expected[0] in form.problems()
     row = form.findChild(FieldRow, f"field_{field}")
     assert row is not None and row.error_label.isVisible() and row.isEnabled()
-    problems = form.config().validate()
+    problems = form.config().field_problems()
     for other, _ in INVALID_FIELDS:  # every other field shows exactly its own messages
-        own = [p for p in problems if p.startswith(f"{other}:")]
+        own = [text for name, text in problems if name == other]
         assert form.field_problem_text(other) == "\n".join(own)
 
 
 def test_problem_clears_when_the_value_is_fixed(form):
     _set_widget(form, "lr", 0.0)
-    assert form.field_problem_text("lr").startswith("lr: must be greater than 0")
+    assert form.field_problem_text("lr").startswith("Learning rate (lr): must be greater than 0")
     _set_widget(form, "lr", 0.01)
     assert form.field_problem_text("lr") == ""
     assert form.problems() == []
@@ -125,24 +128,26 @@ def test_zero_can_be_typed_into_the_learning_rate(qtbot, form):
     qtbot.keyClicks(spin, "0")
     qtbot.keyClick(spin, Qt.Key.Key_Tab)
     assert form.config().lr == 0.0
-    assert form.field_problem_text("lr") == "lr: must be greater than 0 (got 0.0)"
+    assert form.field_problem_text("lr") == "Learning rate (lr): must be greater than 0 (got 0.0)"
 
 
 def test_text_and_choice_problems_are_shown_at_their_fields(form, tmp_path):
     form.update_config(model="small_cnn", weights="imagenet", output_dir="")
-    assert form.field_problem_text("weights").startswith("weights: small_cnn has no ImageNet")
-    assert form.field_problem_text("output_dir") == "output_dir: choose where runs are saved"
+    assert form.field_problem_text("weights").startswith(
+        "Starting weights (weights): small_cnn has no ImageNet")
+    assert form.field_problem_text("output_dir") == (
+        "Output folder (output_dir): choose where runs are saved")
 
     missing = tmp_path / "missing.pt"
     form.update_config(weights="file", weights_file=str(missing))
     assert form.field_problem_text("weights_file") == (
-        f"weights_file: file '{missing}' does not exist")
+        f"Weights file (weights_file): file '{missing}' does not exist")
 
 
 def test_problems_of_fields_the_form_does_not_show_are_listed_on_top(form):
     form.update_config(data_root="")
-    assert form.other_problems_text() == "data_root: choose an image folder"
-    assert "data_root: choose an image folder" in form.problems()
+    assert form.other_problems_text() == "Data folder (data_root): choose an image folder"
+    assert "Data folder (data_root): choose an image folder" in form.problems()
 
 
 def test_the_image_cache_folder_is_greyed_out_while_caching_is_off(form, tmp_path):
@@ -153,3 +158,92 @@ def test_the_image_cache_folder_is_greyed_out_while_caching_is_off(form, tmp_pat
     form.field_widget("cache_images").setChecked(True)
     _set_widget(form, "cache_dir", str(tmp_path / "images"))
     assert row.isEnabled() and form.config().cache_dir == str(tmp_path / "images")
+
+
+def test_choosing_a_model_applies_its_defaults_to_the_fields_not_edited(qtbot, form):
+    _set_widget(form, "epochs", 5)
+    _set_widget(form, "lr", 0.2)
+    _set_widget(form, "model", "small_cnn")
+
+    config = form.config()
+    assert (config.weights, config.finetune, config.crop_size, config.resize_size) == \
+        ("none", "full", 28, 28)
+    assert form.field_widget("crop_size").value() == 28  # the widgets show it too
+    assert (config.epochs, config.lr) == (5, 0.2)  # edited by the user: kept
+    assert "small_cnn defaults applied" in form.defaults_note_text()
+    assert form.problems() == []
+
+
+def test_weights_none_turns_last_layer_into_full_with_a_note(qtbot, form):
+    assert form.config().finetune == "last_layer"
+    _set_widget(form, "weights", "none")
+    assert form.config().finetune == "full"
+    assert form.field_widget("finetune").currentText() == FIELDS["finetune"].choices["full"]
+    assert "learns next to nothing" in form.defaults_note_text()
+
+
+def _label_of(form: ConfigForm, field: str) -> str:
+    """The text the form shows for ``field``: its row label, or its check box's text."""
+    widget = form.field_widget(field)
+    if isinstance(widget, QCheckBox):
+        return widget.text()
+    row = form.findChild(FieldRow, f"field_{field}")
+    assert row is not None, f"{field} has no row in the settings form (_LAYOUT)"
+    layout = row.parentWidget().layout()
+    return layout.labelForField(row).text()
+
+
+def test_labels_tooltips_and_choices_come_from_the_field_descriptions(form):
+    for name, description in FIELDS.items():
+        if name in ("data_root", "device", "resume"):
+            continue  # edited elsewhere: the dataset panel, the device panel, the menu
+        assert _label_of(form, name) == description.label, name
+        tooltip = form.field_widget(name).toolTip()
+        assert tooltip.startswith(description.help) and "Default: " in tooltip, name
+    crop_mode = form.field_widget("crop_mode")
+    assert crop_mode.currentText() == "Five crops (corners + centre)"
+    assert [crop_mode.itemText(i) for i in range(crop_mode.count())] == list(
+        FIELDS["crop_mode"].choices.values())
+    assert form.field_widget("crop_strategy").currentText() == (
+        "Average the crops' logits (one prediction per image)")
+    assert form.field_widget("finetune").currentText() == "Last layer only (frozen backbone)"
+    assert "Unit: pixels." in form.field_widget("crop_size").toolTip()
+    assert form.field_widget("crop_strategy").toolTip().endswith(
+        "Used only with five or ten crops. Default: Average the crops' logits (one prediction "
+        "per image).")
+
+
+def _enabled(form: ConfigForm, field: str) -> bool:
+    return form.findChild(FieldRow, f"field_{field}").isEnabled()
+
+
+def test_fields_the_settings_ignore_are_greyed_out(form):
+    _set_widget(form, "crop_mode", "standard")
+    assert not _enabled(form, "crop_strategy") and _enabled(form, "train_hflip")
+    _set_widget(form, "crop_mode", "ten_crop")
+    assert _enabled(form, "crop_strategy") and not _enabled(form, "train_hflip")
+
+    cuda_only = ("amp", "amp_dtype", "channels_last", "pin_memory", "oom_retry_smaller_batch")
+    form.set_cuda_available(False)
+    assert not any(_enabled(form, field) for field in cuda_only)
+    form.set_cuda_available(True)
+    assert all(_enabled(form, field) for field in cuda_only)
+    form.update_config(device="cpu")  # a CUDA machine told to train on the CPU
+    assert not any(_enabled(form, field) for field in cuda_only)
+    form.update_config(device="auto")
+    _set_widget(form, "amp", False)
+    assert not _enabled(form, "amp_dtype") and _enabled(form, "amp")
+
+    assert _enabled(form, "val_fraction")
+    form.set_dataset_split(True)
+    assert not _enabled(form, "val_fraction")
+    form.set_dataset_split(False)
+    assert _enabled(form, "val_fraction")
+
+
+def test_a_greyed_out_field_with_a_problem_stays_editable(form):
+    form.set_dataset_split(True)
+    _set_widget(form, "val_fraction", 1.0)
+    assert _enabled(form, "val_fraction")
+    assert form.field_problem_text("val_fraction").startswith(
+        "Validation fraction (val_fraction): must be between 0 and 1")

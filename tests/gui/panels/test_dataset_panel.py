@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
@@ -90,16 +92,29 @@ def test_imbalanced_folder_offers_both_remedies(qtbot, panel, tmp_path):
     assert blocker.args == ["weighted_loss"]
 
 
-def test_skipped_files_are_listed_with_their_reason(qtbot, panel, tmp_path):
+def test_skipped_files_are_listed_with_their_reason(qtbot, panel, tmp_path, monkeypatch):
     root = write_shape_dataset(tmp_path / "messy", per_class=6)
     (root / "circle" / "notes.txt").write_text("not a picture")
     (root / "square" / "broken.jpg").write_bytes(b"")
-    scan_folder(qtbot, panel, root)
+    (root / "cross" / "garbage.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    opened_on_the_ui_thread: list[bool] = []
+    real_open = Image.open
+
+    def recording_open(*args, **kwargs):
+        opened_on_the_ui_thread.append(threading.current_thread() is threading.main_thread())
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(Image, "open", recording_open)
+    scan = scan_folder(qtbot, panel, root)
 
     texts = issue_texts(panel)
     assert "circle/notes.txt: not an image file (extension .txt)" in texts
     assert "square/broken.jpg: empty file (0 bytes)" in texts
-    assert panel.issues_group.title() == "Files left out and other problems (2)"
+    # The header check opened every image, in the pool: the window stayed responsive.
+    assert "cross/garbage.png: not an image Pillow can identify" in texts
+    assert panel.issues_group.title() == "Files left out and other problems (3)"
+    assert len(scan.train) + len(scan.val) == 24
+    assert len(opened_on_the_ui_thread) >= 25 and not any(opened_on_the_ui_thread)
 
 
 def test_a_missing_folder_shows_the_error_in_the_panel(qtbot, panel, tmp_path):
@@ -176,3 +191,29 @@ def test_dropping_a_folder_scans_it_and_a_file_is_refused(qtbot, panel, tmp_path
     assert drop.isAccepted()
     assert panel.folder() == str(root)
     assert panel.scan().root == str(root)
+
+
+def test_the_thumbnails_switch_to_validation_images_and_filter_by_class(qtbot, panel, tmp_path):
+    root = write_shape_dataset(tmp_path / "tv", classes=("circle", "cross", "square"),
+                               per_class=[6, 4, 5], size=(32, 32), layout="train_val",
+                               val_per_class=2)
+    scan = scan_folder(qtbot, panel, root)
+    shown = panel.thumbnails.thumbnail_model.paths
+    combo_texts = [panel.class_filter_combo.itemText(i)
+                   for i in range(panel.class_filter_combo.count())]
+    assert combo_texts == ["All classes (15)", "circle (6)", "cross (4)", "square (5)"]
+
+    panel.class_filter_combo.setCurrentIndex(2)  # cross
+    assert shown() == [p for p, label in scan.train if label == 1] and len(shown()) == 4
+    assert all("/train/cross/" in p for p in shown())
+
+    panel.split_combo.setCurrentIndex(1)  # validation: the class stays chosen
+    assert panel.class_filter_combo.currentText() == "cross (2)"
+    assert shown() == [p for p, label in scan.val if label == 1] and len(shown()) == 2
+    assert all("/val/cross/" in p for p in shown())
+
+    panel.class_filter_combo.setCurrentIndex(0)
+    assert shown() == [p for p, _ in scan.val] and len(shown()) == 6
+
+    scan_folder(qtbot, panel, root)  # a new scan shows every class of the split chosen
+    assert panel.class_filter_combo.currentIndex() == 0 and len(shown()) == 6

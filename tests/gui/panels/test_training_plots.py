@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -92,14 +93,52 @@ def test_only_changed_curves_are_redrawn(plots):
 def test_memory_plot_says_what_a_cpu_run_shows(plots):
     plots.set_run_start(run_start(None))
     plots.add_step(step(1, 1, 0.5, rss=3 * 2**30))
-    assert plots.memory_note.isVisible()
-    assert "GPU memory not applicable" in plots.memory_note.toPlainText()
+    assert "process RSS (CPU: no GPU memory)" in plots.memory_title()
     assert plots.point_count("process_rss") == 1 and plots.point_count("memory_allocated") == 0
     assert not plots.total_memory_line.isVisible()
 
     plots.reset()
     plots.set_run_start(run_start(4 * 2**30))
     plots.add_step(step(1, 1, 0.5, allocated=2**30))
-    assert not plots.memory_note.isVisible()
+    assert "no GPU memory" not in plots.memory_title()
+    assert "allocated" in plots.memory_title()
     assert plots.total_memory_line.isVisible() and plots.total_memory_line.value() == 4096
     assert plots.point_count("memory_allocated") == 1 and plots.point_count("process_rss") == 0
+
+
+def test_the_red_band_shows_only_while_the_input_starves_the_device(plots, qtbot):
+    def steps(first: int, count: int, wait_s: float, compute_s: float) -> None:
+        for index in range(first, first + count):
+            plots.add_step(dataclasses.replace(step(1, index, 0.5), data_wait_s=wait_s,
+                                               compute_s=compute_s))
+        plots.flush()
+
+    def shown() -> bool:
+        return plots.starving_band.isVisible() or plots.starving_label.isVisible()
+
+    assert not shown()  # no data yet
+    plots.set_run_start(run_start(None))
+    steps(1, 10, wait_s=0.0, compute_s=0.05)
+    assert not shown()  # 0% waiting
+    steps(11, 10, wait_s=0.01, compute_s=0.05)
+    assert not shown()  # 17%: below the input-bound share
+    steps(21, 20, wait_s=0.05, compute_s=0.05)
+    qtbot.wait(20)
+    assert plots.starving_band.isVisible() and plots.starving_label.isVisible()
+    assert plots.starving
+    steps(41, 20, wait_s=0.001, compute_s=0.05)
+    assert not shown()  # the input caught up
+    steps(61, 20, wait_s=0.1, compute_s=0.05)
+    assert shown()
+    plots.reset()
+    assert not shown()  # a new run starts clean
+
+
+def test_slow_first_steps_of_an_epoch_are_not_starvation(plots):
+    plots.set_run_start(run_start(None))
+    for index in (1, 2):  # loader processes starting up
+        plots.add_step(dataclasses.replace(step(1, index, 0.5), data_wait_s=2.0,
+                                           compute_s=0.05))
+    plots.add_step(dataclasses.replace(step(1, 3, 0.5), data_wait_s=0.0, compute_s=0.05))
+    plots.flush()
+    assert not plots.starving_band.isVisible()

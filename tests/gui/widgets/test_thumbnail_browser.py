@@ -135,3 +135,27 @@ def test_changing_the_current_thumbnail_emits_image_selected(qtbot, tmp_path):
         browser.select_row(2)
     assert blocker.args == [paths[2]]
     wait_until_idle(qtbot, browser.thumbnail_model)
+
+
+def test_the_filter_shows_one_split_and_one_class_without_rebuilding_the_view(qtbot, tmp_path):
+    train = [(f"{tmp_path}/train_{i:06d}.jpg", i % 4) for i in range(ROWS)]
+    val = [(f"{tmp_path}/val_{i:05d}.jpg", i % 4) for i in range(ROWS // 10)]
+    browser = ThumbnailBrowser()
+    qtbot.addWidget(browser)
+    browser.resize(600, 400)
+    browser.show()
+    model = browser.model()
+    browser.set_dataset(train, val)
+    assert model.rowCount() == ROWS and model.current_filter() == ("train", -1)
+
+    started = time.perf_counter()
+    browser.set_filter("train", 2)
+    filtered_s = time.perf_counter() - started
+    assert model.paths() == [path for path, label in train if label == 2]
+    browser.set_filter("val", 3)
+    assert model.paths() == [path for path, label in val if label == 3]
+    browser.set_filter("val")
+    assert model.paths() == [path for path, _ in val]
+    assert browser.model() is model  # the same model and view, only its rows changed
+    assert filtered_s < 1.0, f"filtering 100,000 images took {filtered_s:.2f} s"
+    wait_until_idle(qtbot, model)

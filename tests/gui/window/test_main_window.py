@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.window.main_window import MainWindow
@@ -47,6 +48,11 @@ def test_window_opens_and_names_the_device_it_will_use(qtbot, window):
     else:
         assert text.startswith("Training will use the CPU, because CUDA is unavailable")
     assert window.device_status.text() == text
+    # The form learns what detection found: CUDA-only settings apply only with a CUDA device.
+    for field in ("amp", "amp_dtype", "channels_last", "pin_memory"):
+        assert window.config_form.field_applies(field) == torch.cuda.is_available(), field
+        row = window.config_form.findChild(QWidget, f"field_{field}")
+        assert row.isEnabled() == torch.cuda.is_available(), field
 
 
 def test_choosing_a_folder_fills_the_dataset_panel_and_the_config(qtbot, window,
@@ -58,6 +64,9 @@ def test_choosing_a_folder_fills_the_dataset_panel_and_the_config(qtbot, window,
     assert window.config_form.config().data_root == str(shapes_dataset)
     assert str(shapes_dataset) in window.recent_folders()
     assert scan.describe() in window.log_panel.toPlainText()
+    # A folder with train/ and val/ folders needs no validation fraction: the form greys it out.
+    assert scan.layout == "train_val"
+    assert not window.config_form.findChild(QWidget, "field_val_fraction").isEnabled()
     assert window.controls.start_button.isEnabled()
 
 
@@ -66,9 +75,11 @@ def test_invalid_learning_rate_is_flagged_and_start_disabled(qtbot, window, shap
     lr = window.config_form.field_widget("lr")
 
     lr.setValue(0.0)
-    assert window.config_form.field_problem_text("lr") == "lr: must be greater than 0 (got 0.0)"
+    assert window.config_form.field_problem_text("lr") == (
+        "Learning rate (lr): must be greater than 0 (got 0.0)")
     assert not window.controls.start_button.isEnabled()
-    assert window.controls.problem_label.text().startswith("Cannot start: lr: must be greater")
+    assert window.controls.problem_label.text().startswith(
+        "Cannot start: Learning rate (lr): must be greater")
     assert window.start_training() is False and not window.controller.is_running()
 
     lr.setValue(0.01)
@@ -93,7 +104,7 @@ def test_start_trains_shows_results_and_exports_a_loadable_model(
     assert results.table.rowCount() == 4
     assert [results.table.item(r, 0).text() for r in range(4)] == [
         "circle", "cross", "square", "triangle"]
-    assert all(results.table.item(r, 1).text().endswith("%") for r in range(4))
+    assert all(results.table.item(r, 2).text().endswith("%") for r in range(4))  # recall
     matrix = results.confusion_view.matrix()
     assert len(matrix) == 4 and all(len(row) == 4 for row in matrix)
     assert sum(map(sum, matrix)) == 16  # every validation image counted once
@@ -170,6 +181,36 @@ def test_config_files_load_save_and_errors_in_the_window(qtbot, window, tmp_path
     assert window.config_form.config().epochs == 7  # unchanged
 
 
+def test_a_partial_config_merges_over_the_settings_and_names_what_it_set(
+        qtbot, window, shapes_dataset, tmp_path):
+    from workbench.core.data.synthetic_images import write_shape_dataset
+
+    open_dataset(qtbot, window, shapes_dataset)
+    window.config_form.update_config(lr=0.05, epochs=3)
+    partial = tmp_path / "partial.json"
+    partial.write_text('{"epochs": 9, "batch_size": 4}')
+
+    assert window.load_config_from(str(partial))
+
+    config = window.config_form.config()
+    assert (config.epochs, config.batch_size, config.lr) == (9, 4, 0.05)
+    assert config.data_root == str(shapes_dataset)  # the file does not set it: kept
+    said = "partial.json: it sets epochs, batch_size (2 changed); every other setting is kept."
+    assert said in window.log_panel.toPlainText()
+    assert window.statusBar().currentMessage().endswith(said)
+
+    # A config that sets the data folder takes the Dataset tab there too.
+    other = write_shape_dataset(tmp_path / "other", classes=("circle", "square"), per_class=4,
+                                size=(32, 32))
+    moved = tmp_path / "moved.json"
+    moved.write_text(f'{{"data_root": "{other}"}}')
+    with qtbot.waitSignal(window.dataset_panel.dataset_scanned, timeout=30_000):
+        assert window.load_config_from(str(moved))
+    assert window.dataset_panel.folder() == str(other)
+    assert list(window.dataset_panel.scan().class_names) == ["circle", "square"]
+    assert window.config_form.config().epochs == 9
+
+
 def test_settings_are_saved_on_close_and_restored(qtbot, tmp_path, shapes_dataset):
     first = MainWindow()
     qtbot.addWidget(first)
@@ -199,10 +240,20 @@ def test_resume_from_a_checkpoint_continues_the_run(qtbot, window, shapes_datase
     config = window.config_form.config()
     assert config.resume == first.last_checkpoint_path
     assert config.data_root == str(shapes_dataset) and config.run_name == "first"
+    # Before Start: the run's settings are in the form and its finished epoch on the plots.
+    plots = window.plots
+    steps = plots.point_count("loss_raw")
+    assert steps > 0 and plots.plotted_count("loss_raw") == steps
+    assert plots.plotted_count("loss_val_epoch") == 1
+    assert window.right_tabs.currentWidget() is window.training_tab
+    assert "Start continues with epoch 2" in window.status_panel.state_label.text()
     window.config_form.update_config(epochs=2)
     with qtbot.waitSignal(window.controller.run_ended, timeout=RUN_TIMEOUT_MS) as ended:
         assert window.start_training()
     qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
+    # After it: epoch 1 is still drawn, epoch 2 after it, and the x axis shows both.
+    assert plots.point_count("loss_val_epoch") == 2 and plots.point_count("loss_raw") == 2 * steps
+    assert plots.plot_items()[0].viewRange()[0][0] < 0.5
 
     assert ended.args[0].status == "completed" and ended.args[0].epochs_completed == 2
     assert ended.args[0].run_dir == first.run_dir

@@ -117,6 +117,9 @@ def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Te
         cols_index, cols_weight = (t.to(device) for t in _span_taps(box_width, size))
         if bool(draws.flip[0]):
             cols_index, cols_weight = cols_index.flip(1), cols_weight.flip(1)
+        pixels = _resample_one(images.float(), 2, rows_index[0], rows_weight[0])
+        pixels = _resample_one(pixels, 3, cols_index[0], cols_weight[0])
+        return pixels.round_().clamp_(0, 255).to(torch.uint8).contiguous()
     else:
         no_flip = torch.zeros_like(draws.flip, device=device)
         rows_index, rows_weight = _taps(draws.top.to(device), draws.height.to(device), size,
@@ -219,6 +222,23 @@ def _resample(pixels: torch.Tensor, index: torch.Tensor, weight: torch.Tensor) -
         rows = index[:, :, tap][:, None, :, None].expand(batch, channels, out, width)
         term = torch.gather(pixels, 2, rows) * weight[:, :, tap][:, None, :, None]
         result = term if result is None else result + term
+    assert result is not None
+    return result
+
+
+def _resample_one(pixels: torch.Tensor, dim: int, index: torch.Tensor, weight: torch.Tensor
+                  ) -> torch.Tensor:
+    """``_resample`` of one image along ``dim`` (2: rows, 3: columns) with ``[out,T]`` taps.
+
+    The same products summed in the same order as ``_resample``, hence the same pixels, but
+    with ``index_select`` of whole rows or columns: several times faster than a gather.
+    """
+    shape = [1, 1, 1, 1]
+    shape[dim] = index.shape[0]
+    result: torch.Tensor | None = None
+    for tap in range(index.shape[1]):
+        term = pixels.index_select(dim, index[:, tap]).mul_(weight[:, tap].view(shape))
+        result = term if result is None else result.add_(term)
     assert result is not None
     return result
 

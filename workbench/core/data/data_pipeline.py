@@ -8,6 +8,7 @@ failure log, instead of ending a night's run (see ``decode_failures``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 
 from workbench.core.data.cache_folder import default_cache_dir
 from workbench.core.data.dataset_scan import DatasetScan
-from workbench.core.data.decode_failures import append_failure
+from workbench.core.data.decode_failures import append_failure, append_warning
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import (
@@ -24,6 +25,7 @@ from workbench.core.data.transforms import (
     build_eval_transform,
     build_train_transform,
     normalization_for,
+    train_source_size,
 )
 
 # Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
@@ -47,6 +49,8 @@ class ImageSampleDataset(Dataset):
             ``MEMORY_CACHE_BYTES``.
         failure_log: text file to which ``"<path>\\t<reason>"`` lines are appended for
             images that cannot be decoded (shared safely by loader processes).
+        upscale: False leaves images smaller than ``resize_size`` at their own size (the
+            random resized crop's source, see ``train_source_size``).
     """
 
     def __init__(
@@ -57,8 +61,10 @@ class ImageSampleDataset(Dataset):
         grayscale: bool,
         cache_dir: str | None,
         failure_log: str | None = None,
+        upscale: bool = True,
     ) -> None:
         self.samples = list(samples)
+        self.upscale = upscale
         self.transform = transform
         self.resize_size = resize_size
         self.grayscale = grayscale
@@ -99,11 +105,21 @@ class ImageSampleDataset(Dataset):
         path, label = self.samples[index]
         image = self._in_memory.get(index)
         if image is None:
-            try:
-                image = load_image_uint8(path, self.resize_size, self.grayscale, self.cache_dir)
-            except ImageDecodeError as exc:
-                self._log_failure(path, exc.reason)
+            # Pillow's warnings (odd EXIF, truncated data it could read past) belong in the
+            # run's log beside the failures, not between the progress lines of a terminal.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    image = load_image_uint8(path, self.resize_size, self.grayscale,
+                                             self.cache_dir, self.upscale)
+                except ImageDecodeError as exc:
+                    image, reason = None, exc.reason
+            if image is None:
+                self._log_failure(path, reason)
                 return None, label
+            if caught and self.failure_log:
+                append_warning(self.failure_log, path,
+                               "; ".join(sorted({str(w.message) for w in caught})))
             self._keep_in_memory(index, image)
         return image, label
 
@@ -160,8 +176,9 @@ def build_data_pipeline(
     """
     grayscale = config.in_channels == 1
     cache_dir = image_cache_dir(config)
-    train_set = ImageSampleDataset(scan.train, build_train_transform(config),
-                                   config.resize_size, grayscale, cache_dir, failure_log)
+    train_size, train_upscale = train_source_size(config)
+    train_set = ImageSampleDataset(scan.train, build_train_transform(config), train_size,
+                                   grayscale, cache_dir, failure_log, train_upscale)
     val_set = ImageSampleDataset(scan.val, build_eval_transform(config),
                                  config.resize_size, grayscale, cache_dir, failure_log)
     generator = torch.Generator().manual_seed(config.seed)

@@ -13,13 +13,21 @@ import os
 import tempfile
 
 from workbench.core.data.dataset_scan import DatasetError
+from workbench.core.runs.atomic_io import describe_os_error
 
 # Failed files named in the message that stops a run; the rest are counted.
 NAMED_FAILURES = 5
+# Reasons starting with this are warnings Pillow or libtiff gave about an image that did
+# decode: logged beside the failures, never counted as one.
+WARNING_PREFIX = "warning: "
 
 
 class TooManyFailedImagesError(DatasetError):
     """More distinct images failed to decode than ``max_failed_images`` allows."""
+
+
+class FailureLogError(DatasetError):
+    """The failure log cannot be written, so failed images could no longer be counted."""
 
 
 def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int) -> None:
@@ -42,27 +50,64 @@ def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int)
 
 
 def append_failure(failure_log: str, path: str, reason: str) -> None:
-    """Log one failed image. One small append per failure: O_APPEND keeps the lines of
-    several loader processes whole."""
+    """Log one failed image, once: a file that fails every epoch keeps its one line.
+
+    One small append per failure: O_APPEND keeps the lines of several loader processes whole.
+
+    Raises:
+        FailureLogError: the log cannot be read or written; the run must stop, because
+            ``max_failed_images`` counts the images in this log.
+    """
+    _append_once(failure_log, path, reason)
+
+
+def append_warning(failure_log: str, path: str, text: str) -> None:
+    """Log, once, a warning Pillow or libtiff gave while decoding ``path`` (which decoded)."""
+    _append_once(failure_log, path, WARNING_PREFIX + text)
+
+
+def _append_once(failure_log: str, path: str, reason: str) -> None:
+    warning = reason.startswith(WARNING_PREFIX)
     try:
+        if any(logged == path and logged_reason.startswith(WARNING_PREFIX) == warning
+               for logged, logged_reason in _log_lines(failure_log)):
+            return
         # surrogateescape: a file name that is not valid UTF-8 still round-trips.
         with open(failure_log, "a", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(_line(path, reason))
-    except OSError:
-        pass  # the zero image and label -1 already keep the run going
+    except OSError as exc:
+        what = "a warning about" if warning else "that it could not decode"
+        raise FailureLogError(
+            f"{failure_log}: cannot record {what} {path} ({describe_os_error(exc)}); the run "
+            "stops, because images that fail to decode could no longer be counted against "
+            "max_failed_images"
+        ) from exc
 
 
 def read_failure_log(failure_log: str | None) -> list[tuple[str, str]]:
-    """Parse a failure log into unique ``(path, reason)`` pairs, in the order first seen."""
+    """Parse a failure log into unique ``(path, reason)`` pairs, in the order first seen.
+
+    Warning lines (``WARNING_PREFIX``) are left out: those images decoded.
+    """
+    seen: dict[str, str] = {}
+    for path, reason in _log_lines(failure_log):
+        if path not in seen and not reason.startswith(WARNING_PREFIX):
+            seen[path] = reason
+    return list(seen.items())
+
+
+def read_warning_log(failure_log: str | None) -> list[tuple[str, str]]:
+    """The ``(path, warning)`` lines of a failure log, without the prefix."""
+    return [(path, reason[len(WARNING_PREFIX):]) for path, reason in _log_lines(failure_log)
+            if reason.startswith(WARNING_PREFIX)]
+
+
+def _log_lines(failure_log: str | None) -> list[tuple[str, str]]:
     if not failure_log or not os.path.exists(failure_log):
         return []
-    seen: dict[str, str] = {}
     with open(failure_log, encoding="utf-8", errors="surrogateescape") as handle:
-        for line in handle:
-            path, _, reason = line.rstrip("\n").partition("\t")
-            if path and path not in seen:
-                seen[path] = reason
-    return list(seen.items())
+        pairs = [line.rstrip("\n").partition("\t") for line in handle]
+    return [(path, reason) for path, _, reason in pairs if path]
 
 
 def record_failures(failure_log: str, failures: list[tuple[str, str]]) -> None:

@@ -19,6 +19,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from workbench.core.data.data_pipeline import DataPipeline, ImageSampleDataset
+from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import (
     CropTransform,
     build_eval_transform,
@@ -109,6 +110,8 @@ def load_device_images(
     budget = device_images_budget(device)
     loader_note = (f"images are read by {config.workers} loader process(es)"
                    if config.workers else "images are read in the training process")
+    # At validation size: training images may be smaller than their target (never enlarged),
+    # so this is a first check only; decoding checks the real sizes against the budget.
     estimate = count * channels * config.resize_size ** 2
     if estimate > budget:
         return None, (f"The {count:,} images would take about {byte_amount(estimate)} on {device}, "
@@ -119,9 +122,6 @@ def load_device_images(
     val = _decode_all(val_set, config, budget - train.nbytes, control)
     if isinstance(val, str):
         return None, f"{val}, so {loader_note}."
-    if train.images.shape[1:] != val.images.shape[1:]:
-        return None, (f"Training images are {_size(train.images)} and validation images "
-                      f"{_size(val.images)} after resizing, so {loader_note}.")
     moved = _to_device(train, val, device)
     if moved is None:
         free_device_memory(device)  # outside the except block: the failed copy is gone
@@ -130,9 +130,11 @@ def load_device_images(
     train, val = moved
     images = DeviceImageSet(train, val, build_train_transform(config),
                             build_eval_transform(config))
+    sizes = _size(train.images) if train.images.shape[1:] == val.images.shape[1:] else \
+        f"{_size(train.images)} (training) and {_size(val.images)} (validation)"
     return images, (
         f"All {len(train):,} training and {len(val):,} validation images are "
-        f"{_size(train.images)} after resizing, so they stay on {device} "
+        f"{sizes} after resizing, so they stay on {device} "
         f"({byte_amount(images.nbytes)}) and are cropped there a batch at a time, with no loader "
         "processes.")
 
@@ -142,7 +144,8 @@ def _decode_all(
 ) -> DeviceImages | str:
     """Every image of ``dataset`` resized, uncropped, in one CPU tensor; or why not."""
     whole = ImageSampleDataset(dataset.samples, _unchanged, dataset.resize_size,
-                               dataset.grayscale, dataset.cache_dir, dataset.failure_log)
+                               dataset.grayscale, dataset.cache_dir, dataset.failure_log,
+                               dataset.upscale)
     workers = config.workers
     loader = DataLoader(whole, batch_size=LOAD_BATCH, shuffle=False, num_workers=workers,
                         collate_fn=stack_if_same_size,
@@ -168,9 +171,13 @@ def _decode_all(
 
 def stack_if_same_size(samples: list[tuple[torch.Tensor, int]]) -> tuple[Any, torch.Tensor]:
     """Collate uncropped images into one tensor, or name two sizes that differ."""
-    images = [image for image, _ in samples]
     labels = torch.tensor([label for _, label in samples], dtype=torch.long)
-    first = images[0].shape
+    decoded = [image for image, label in samples if label != IGNORE_LABEL]
+    first = (decoded or [samples[0][0]])[0].shape
+    # An undecodable image's stand-in takes its neighbours' size: training images that are
+    # never enlarged need not be as large as the stand-in's nominal size.
+    images = [image if label != IGNORE_LABEL else torch.zeros(first, dtype=torch.uint8)
+              for image, label in samples]
     for image in images[1:]:
         if image.shape != first:
             return f"{_shape_text(first)} and {_shape_text(image.shape)}", labels

@@ -23,6 +23,7 @@ from workbench.core.data.transforms import (
     build_train_transform,
     normalization_for,
     seeded_train_crop,
+    train_source_size,
 )
 
 CORNER_LABELS = ("top-left", "top-right", "bottom-left", "bottom-right", "center")
@@ -81,7 +82,8 @@ def five_crop_preview(
     preparer = BatchPreparer(mean, std, "cpu", channels_last=False)
     resized_rgb = _to_display(resized)
     if config.crop_mode == "standard":
-        train = _standard_train(resized, resized_rgb, config, preparer, seed)
+        source = _train_source(image, config, grayscale)
+        train = _standard_train(source, _to_display(source), config, preparer, seed)
         val = _standard_val(resized, resized_rgb, config, preparer)
     else:
         train = _multi_crop(resized, resized_rgb, config, preparer, build_train_transform)
@@ -100,6 +102,14 @@ def _multi_crop(
     if config.crop_mode == "ten_crop":
         labels += MIRRORED_LABELS
     return CropPreview(resized_rgb, boxes, _model_view(crops, preparer), labels)
+
+
+def _train_source(image: str | Image.Image, config: Any, grayscale: bool) -> torch.Tensor:
+    """The image the random resized crop cuts, as training decodes it (``train_source_size``)."""
+    size, upscale = train_source_size(config)
+    if isinstance(image, Image.Image):
+        return torch.from_numpy(decode_pil_image(image, size, grayscale, upscale))
+    return load_image_uint8(image, size, grayscale, upscale=upscale)
 
 
 def _standard_train(

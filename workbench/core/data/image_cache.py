@@ -40,7 +40,8 @@ _DECODING_VERSION = "3"
 
 
 def load_image_uint8(
-    path: str, resize_size: int, grayscale: bool = False, cache_dir: str | None = None
+    path: str, resize_size: int, grayscale: bool = False, cache_dir: str | None = None,
+    upscale: bool = True,
 ) -> torch.Tensor:
     """Decode ``path`` to a uint8 ``[C,H,W]`` tensor whose shorter side is ``resize_size``.
 
@@ -49,6 +50,8 @@ def load_image_uint8(
         resize_size: length of the shorter side after the (antialiased) resize.
         grayscale: one luminance channel instead of RGB.
         cache_dir: when given, reuse (or write) the resized pixels there.
+        upscale: False keeps an image whose shorter side is below ``resize_size`` at its
+            own size (the training crops' source: never enlarged before it is cropped).
 
     Returns:
         A contiguous uint8 tensor, 3 or 1 channels, EXIF orientation applied.
@@ -59,11 +62,11 @@ def load_image_uint8(
     info = check_regular_file(path)
     cache_file = None
     if cache_dir:
-        cache_file = cache_path(path, resize_size, grayscale, cache_dir, info)
-        cached = _read_cached(cache_file, resize_size, grayscale)
+        cache_file = cache_path(path, resize_size, grayscale, cache_dir, info, upscale)
+        cached = _read_cached(cache_file, resize_size, grayscale, upscale)
         if cached is not None:
             return torch.from_numpy(cached)
-    array = decode_file(path, resize_size, grayscale)
+    array = decode_file(path, resize_size, grayscale, upscale)
     if cache_file is not None:
         _write_cached(cache_file, array)
     return torch.from_numpy(array)
@@ -75,18 +78,21 @@ def cache_path(
     grayscale: bool,
     cache_dir: str | os.PathLike[str],
     info: os.stat_result | None = None,
+    upscale: bool = True,
 ) -> Path:
     """The cache file for these settings of this version of ``path``."""
     info = info or os.stat(path)
-    key = "\0".join(
-        (os.path.abspath(path), str(info.st_size), str(info.st_mtime_ns), str(resize_size),
-         "L" if grayscale else "RGB", _DECODING_VERSION)
-    )
+    parts = [os.path.abspath(path), str(info.st_size), str(info.st_mtime_ns), str(resize_size),
+             "L" if grayscale else "RGB", _DECODING_VERSION]
+    if not upscale:
+        parts.append("at most")  # a different array for small originals: its own file
+    key = "\0".join(parts)
     digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()
     return Path(cache_dir) / digest[:2] / f"{digest}.npy"
 
 
-def _read_cached(cache_file: Path, resize_size: int, grayscale: bool) -> np.ndarray | None:
+def _read_cached(cache_file: Path, resize_size: int, grayscale: bool,
+                 upscale: bool = True) -> np.ndarray | None:
     """The cached array, or None when it is missing or not what these settings produce."""
     try:
         array = np.load(cache_file, allow_pickle=False)
@@ -98,7 +104,8 @@ def _read_cached(cache_file: Path, resize_size: int, grayscale: bool) -> np.ndar
         or array.dtype != np.uint8
         or array.ndim != 3
         or array.shape[0] != channels
-        or min(array.shape[1:]) != resize_size
+        or (min(array.shape[1:]) != resize_size if upscale
+            else min(array.shape[1:]) > resize_size)
         or not array.flags.c_contiguous
     ):
         return None

@@ -138,29 +138,32 @@ def check_decoded_size(
         )
 
 
-def decode_pil_image(image: Image.Image, resize_size: int, grayscale: bool = False) -> np.ndarray:
+def decode_pil_image(image: Image.Image, resize_size: int, grayscale: bool = False,
+                     upscale: bool = True) -> np.ndarray:
     """Resize an opened Pillow image to a contiguous uint8 ``[C,H,W]`` array.
 
     A JPEG that has not been loaded yet is decoded at a reduced scale first. Orientation,
-    bit depth and transparency are handled as the module docstring describes.
+    bit depth and transparency are handled as the module docstring describes. With
+    ``upscale`` False an image whose shorter side is below ``resize_size`` keeps its size.
 
     Raises:
         ImageDecodeError: the image cannot be decoded; the path is the image's file name.
     """
     try:
-        return _decode_opened(image, resize_size, grayscale)
+        return _decode_opened(image, resize_size, grayscale, upscale)
     except ImageDecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - malformed files raise all kinds of errors
         raise ImageDecodeError(image_path(image), decode_failure_reason(exc)) from exc
 
 
-def decode_file(path: str, resize_size: int, grayscale: bool = False) -> np.ndarray:
+def decode_file(path: str, resize_size: int, grayscale: bool = False,
+                upscale: bool = True) -> np.ndarray:
     """``decode_pil_image`` of the file at ``path``; every failure is an ``ImageDecodeError``."""
     check_regular_file(path)
     try:
         with Image.open(path) as image:
-            return _decode_opened(image, resize_size, grayscale)
+            return _decode_opened(image, resize_size, grayscale, upscale)
     except ImageDecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - malformed files raise all kinds of errors
@@ -223,8 +226,11 @@ def decode_failure_reason(exc: BaseException) -> str:
     return f"cannot decode image ({text})"
 
 
-def _decode_opened(image: Image.Image, resize_size: int, grayscale: bool) -> np.ndarray:
+def _decode_opened(image: Image.Image, resize_size: int, grayscale: bool,
+                   upscale: bool = True) -> np.ndarray:
     mode = "L" if grayscale else "RGB"
+    if not upscale:
+        resize_size = min(resize_size, min(image.size))  # never larger than the original
     # The shorter side is the same either way up, so the draft size ignores orientation.
     image = prepare_image(image, mode, resized_size(*image.size, resize_size))
     target = resized_size(image.width, image.height, resize_size)

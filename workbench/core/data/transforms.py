@@ -1,5 +1,11 @@
 """Crops and flips on uint8 ``[C,H,W]`` tensors that ``load_image_uint8`` already resized.
 
+The standard training crop follows torchvision's reference recipe: ``RandomResizedCrop`` of the
+image as it is, not of the image resized to ``resize_size``. Its source is decoded at
+``train_source_size`` (never larger than the original), which is large enough that even the
+smallest crop the scale and ratio ranges allow spans ``crop_size`` pixels: no crop is enlarged
+more than the reference would enlarge it. Validation keeps Resize(resize_size) + CenterCrop.
+
 Every transform here also crops a whole same-size batch (``batch``) with the same pixels, which
 the loader uses for same-size batches and the images kept on the device for every batch.
 
@@ -12,12 +18,15 @@ preview) produced it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
 
 from workbench.core.data.batched_crops import (
+    DEFAULT_RATIO,
+    DEFAULT_SCALE,
     CropDraws,
     center_crops,
     draw_resized_crops,
@@ -47,9 +56,13 @@ class RandomResizedCropFlip:
     """torchvision's ``RandomResizedCrop`` (antialiased) then a random horizontal flip, on one
     uint8 ``[C,H,W]`` image, through the batched implementation the on-device images use."""
 
-    def __init__(self, size: int, flip_probability: float) -> None:
+    def __init__(self, size: int, flip_probability: float,
+                 scale: tuple[float, float] = DEFAULT_SCALE,
+                 ratio: tuple[float, float] = DEFAULT_RATIO) -> None:
         self.size = size
         self.flip_probability = flip_probability
+        self.scale = scale
+        self.ratio = ratio
 
     def __call__(self, image: torch.Tensor) -> torch.Tensor:
         return self.apply(image, self.draw(image))
@@ -57,8 +70,8 @@ class RandomResizedCropFlip:
     def draw(self, image: torch.Tensor, generator: torch.Generator | None = None) -> CropDraws:
         """One box and flip for ``image``, from ``generator`` (process-wide when None)."""
         height, width = image.shape[-2:]
-        return draw_resized_crops(1, height, width, flip_probability=self.flip_probability,
-                                  generator=generator)
+        return draw_resized_crops(1, height, width, self.scale, self.ratio,
+                                  flip_probability=self.flip_probability, generator=generator)
 
     def apply(self, image: torch.Tensor, draws: CropDraws) -> torch.Tensor:
         return resized_crops(image.unsqueeze(0), draws, self.size)[0]
@@ -68,13 +81,14 @@ class RandomResizedCropFlip:
         """Crop every image of a same-size ``[B,C,H,W]`` batch with its own draws, from
         ``generator`` (process-wide when None)."""
         height, width = images.shape[-2:]
-        draws = draw_resized_crops(images.shape[0], height, width,
+        draws = draw_resized_crops(images.shape[0], height, width, self.scale, self.ratio,
                                    flip_probability=self.flip_probability, generator=generator)
         return resized_crops(images, draws, self.size)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(size={self.size}, "
-                f"flip_probability={self.flip_probability})")
+                f"flip_probability={self.flip_probability}, scale={self.scale}, "
+                f"ratio={self.ratio})")
 
 
 class CenterCrop:
@@ -122,10 +136,28 @@ def normalization_for(config: Any) -> tuple[tuple[float, ...], tuple[float, ...]
     return IMAGENET_MEAN, IMAGENET_STD
 
 
+def train_source_size(config: Any) -> tuple[int, bool]:
+    """(shorter side, upscale) at which training images are decoded before they are cropped.
+
+    Five- and ten-crop cut the image resized to ``resize_size``. The random resized crop cuts a
+    copy just large enough that its smallest possible box (``crop_scale_min`` of the area at
+    the most elongated allowed ratio) still spans ``crop_size`` pixels, and never larger than
+    the original (``upscale`` False): the crops are those of the original image, resized.
+    """
+    if config.crop_mode != "standard":
+        return config.resize_size, True
+    narrowest = min(config.crop_ratio_min, 1.0 / config.crop_ratio_max)
+    side = math.ceil(config.crop_size / math.sqrt(config.crop_scale_min * narrowest) - 1e-9)
+    return max(side, config.crop_size), False
+
+
 def build_train_transform(config: Any) -> CropTransform:
     """uint8 ``[C,H,W]`` -> uint8 ``[C,h,w]`` (standard) or ``[K,C,h,w]`` (five/ten crop)."""
     if config.crop_mode == "standard":
-        return RandomResizedCropFlip(config.crop_size, 0.5 if config.train_hflip else 0.0)
+        return RandomResizedCropFlip(
+            config.crop_size, 0.5 if config.train_hflip else 0.0,
+            (config.crop_scale_min, config.crop_scale_max),
+            (config.crop_ratio_min, config.crop_ratio_max))
     return _multi_crop(config)
 
 

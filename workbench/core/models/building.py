@@ -10,7 +10,6 @@ import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
 from urllib.parse import urlparse
 
 import torch
@@ -18,6 +17,7 @@ import torchvision
 from torch import Tensor, nn
 
 from workbench.core.models.safe_load import UnsafeOrUnreadableFile, load_tensors_file
+from workbench.core.models.weights_download import DownloadError, ProgressCallback, download_file
 from workbench.core.runs.config import FINETUNE_MODES, TrainConfig
 from workbench.core.warnings import WorkbenchWarning
 
@@ -73,7 +73,9 @@ class SmallCNN(nn.Module):
         return self.fc(self.features(x))
 
 
-def build_model(config: TrainConfig, num_classes: int, report: Report | None = None) -> nn.Module:
+def build_model(config: TrainConfig, num_classes: int, report: Report | None = None,
+                on_download_progress: ProgressCallback | None = None,
+                should_cancel: Callable[[], bool] | None = None) -> nn.Module:
     """Build ``config.model`` with ``config.weights``, a ``num_classes`` head and fine-tune mode.
 
     Args:
@@ -81,16 +83,21 @@ def build_model(config: TrainConfig, num_classes: int, report: Report | None = N
         num_classes: Outputs of the new head; the head is always this size.
         report: Receives ``(level, text)`` messages about the weights (what was loaded, which
             keys were skipped). Without it, warnings become ``WorkbenchWarning``s.
+        on_download_progress: ``(received_bytes, total_bytes)`` while the ImageNet weights
+            are downloaded (once per machine).
+        should_cancel: asked between chunks of that download; True stops it.
 
     Raises:
         WeightsError: The weights could not be downloaded, found or loaded.
+        DownloadCancelled: ``should_cancel`` stopped the download; no file was left.
         ValueError: Unknown model, weights or fine-tune mode.
     """
     report = report or _warn_only
     if num_classes < 1:
         raise ValueError(f"num_classes must be at least 1 (got {num_classes})")
     if config.model == "resnet18":
-        model = _build_resnet18(config, num_classes, report)
+        model = _build_resnet18(config, num_classes, report, on_download_progress,
+                                should_cancel)
     elif config.model == "small_cnn":
         if config.weights == "imagenet":
             raise WeightsError("small_cnn has no ImageNet weights; choose weights 'none' or 'file'")
@@ -105,12 +112,15 @@ def build_model(config: TrainConfig, num_classes: int, report: Report | None = N
     return model
 
 
-def _build_resnet18(config: TrainConfig, num_classes: int, report: Report) -> nn.Module:
+def _build_resnet18(config: TrainConfig, num_classes: int, report: Report,
+                    on_download_progress: ProgressCallback | None,
+                    should_cancel: Callable[[], bool] | None) -> nn.Module:
     if config.weights == "imagenet":
         model = torchvision.models.resnet18(weights=None)
         path = imagenet_weights_path()
         try:
-            model.load_state_dict(_imagenet_state_dict(report))
+            model.load_state_dict(_imagenet_state_dict(report, on_download_progress,
+                                                       should_cancel))
         except (RuntimeError, TypeError, AttributeError) as exc:
             raise WeightsError(
                 f"ImageNet weights file '{path}' does not hold resnet18 weights "
@@ -128,36 +138,35 @@ def _build_resnet18(config: TrainConfig, num_classes: int, report: Report) -> nn
     return model
 
 
-def _imagenet_weights() -> torchvision.models.WeightsEnum:
-    return torchvision.models.ResNet18_Weights.IMAGENET1K_V1
+def imagenet_weights_url() -> str:
+    """Where torchvision publishes the ResNet18 ImageNet file (its name carries its hash)."""
+    return torchvision.models.ResNet18_Weights.IMAGENET1K_V1.url
 
 
 def imagenet_weights_path() -> Path:
     """Where the ResNet18 ImageNet file is expected: ``torch.hub.get_dir()/checkpoints/<name>``."""
-    file_name = Path(urlparse(_imagenet_weights().url).path).name
+    file_name = Path(urlparse(imagenet_weights_url()).path).name
     return Path(torch.hub.get_dir()) / "checkpoints" / file_name
 
 
-def _imagenet_state_dict(report: Report) -> dict[str, Tensor]:
+def _imagenet_state_dict(report: Report, on_download_progress: ProgressCallback | None,
+                         should_cancel: Callable[[], bool] | None) -> dict[str, Tensor]:
     """The ImageNet state dict from the hub cache, downloading it once when it is not there.
 
-    ``resnet18(weights=...)`` would fetch the same file, but it prints to stdout and does not
-    restrict unpickling; this uses the same URL and cache file and loads it with
-    ``torch.load(weights_only=True)`` like every other file.
+    ``resnet18(weights=...)`` would fetch the same file, but it prints to stdout, cannot be
+    cancelled and does not restrict unpickling; this uses the same URL, cache file and hash
+    check, reports progress, and loads it with ``torch.load(weights_only=True)`` like every
+    other file.
     """
-    url = _imagenet_weights().url
+    url = imagenet_weights_url()
     path = imagenet_weights_path()
     if not path.is_file():
         report("info", f"Downloading ImageNet weights for resnet18 to '{path}'")
         match = torch.hub.HASH_REGEX.search(path.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            # download_url_to_file writes a temp file and renames it, so a failed download
-            # never leaves a partial file where the next start would look.
-            torch.hub.download_url_to_file(
-                url, str(path), match.group(1) if match else None, progress=False
-            )
-        except (URLError, OSError, RuntimeError) as exc:
+            download_file(url, path, match.group(1) if match else None,
+                          on_progress=on_download_progress, should_cancel=should_cancel)
+        except DownloadError as exc:
             raise WeightsError(
                 f"ImageNet weights for resnet18 are not on this computer and could not be "
                 f"downloaded from {url} ({exc}). Copy the file '{path.name}' into the folder "

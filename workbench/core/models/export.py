@@ -29,6 +29,7 @@ from torch import Tensor, nn
 import workbench
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
+from workbench.core.runs.atomic_io import follow_umask
 from workbench.core.runs.config import TrainConfig
 
 EXPORT_FORMAT = "workbench-export"
@@ -165,6 +166,7 @@ def export_torchscript(
         _check_diff(diff, path, "after reloading")
         subprocess_diff = _subprocess_diff(temp, inputs, expected)
         _check_diff(subprocess_diff, path, "in a fresh Python process")
+        follow_umask(temp)
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)

@@ -1,7 +1,11 @@
-"""Classify images with an exported TorchScript model, preprocessing them as training did."""
+"""Classify images with a trained model (best_model.pt, a checkpoint) or an exported TorchScript
+file, preprocessing them as training did; folders are expanded to their images."""
 
 from __future__ import annotations
 
+import csv
+import io
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,9 +14,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from workbench.core.data.dataset_scan import IMG_EXTENSIONS
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
-from workbench.core.data.transforms import build_eval_transform
-from workbench.core.models.export import ExportedModel, load_exported
+from workbench.core.data.transforms import build_eval_transform, normalization_for
+from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
+from workbench.core.models.export import (
+    ExportedModel,
+    ExportError,
+    PreprocessingClassifier,
+    load_exported,
+)
+from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.config import TrainConfig
 
 # Images decoded and classified together; bounds memory for long image lists.
@@ -49,17 +61,92 @@ def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Ten
     return crops if crops.dim() == 4 else crops.unsqueeze(0)
 
 
+def load_classifier(model_path: str | Path) -> ExportedModel:
+    """A model to classify with: a workbench model file (best_model.pt or a checkpoint, loaded
+    safely with its weights only) or, failing that, a workbench TorchScript export.
+
+    Raises:
+        ExportError: The file is neither; the message gives both reasons.
+    """
+    try:
+        model, class_names, config = load_model_file(model_path)
+    except CheckpointError as not_a_model_file:
+        try:
+            return load_exported(model_path)
+        except ExportError as not_an_export:
+            raise ExportError(f"{not_an_export} (and as a model file: {not_a_model_file})"
+                              ) from not_an_export
+    mean, std = normalization_for(config)
+    preprocessing = {"model": config.model, "crop_mode": config.crop_mode,
+                     "resize_size": config.resize_size, "crop_size": config.crop_size,
+                     "in_channels": config.in_channels}
+    return ExportedModel(PreprocessingClassifier(model, mean, std).eval(), class_names,
+                         preprocessing)
+
+
+def expand_image_paths(paths: Sequence[str | Path]) -> list[str]:
+    """Image files as given, folders replaced by the images in them (recursively, sorted).
+
+    Raises:
+        FileNotFoundError: A path does not exist; the message names it.
+    """
+    expanded: list[str] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = [os.path.join(folder, name) for folder, _, names in os.walk(path)
+                     for name in names if name.lower().endswith(IMG_EXTENSIONS)
+                     and not name.startswith(".")]
+            expanded.extend(sorted(found))
+        elif path.exists():
+            expanded.append(str(path))
+        else:
+            raise FileNotFoundError(f"{path}: no such file or folder")
+    return expanded
+
+
+def predictions_csv_text(predictions: Sequence[Prediction]) -> str:
+    """CSV of predictions: path, then class and probability of each top rank, then error."""
+    ranks = max((len(p.top) for p in predictions), default=0)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["path"]
+    for rank in range(1, ranks + 1):
+        header += [f"top{rank}_class", f"top{rank}_probability"]
+    writer.writerow([*header, "error"])
+    for prediction in predictions:
+        cells = [prediction.path]
+        for name, probability in prediction.top:
+            cells += [name, f"{probability:.6g}"]
+        cells += [""] * (len(header) - len(cells))
+        writer.writerow([*cells, prediction.error])
+    return buffer.getvalue()
+
+
+def write_predictions_csv(predictions: Sequence[Prediction], path: str | Path) -> None:
+    """Write ``predictions_csv_text`` to ``path`` atomically.
+
+    Raises:
+        OSError: The file cannot be written; an older file there is unchanged.
+    """
+    atomic_write_text(path, predictions_csv_text(predictions))
+
+
 def predict_images(model_path: str | Path, image_paths: Sequence[str | Path], topk: int = 3
                    ) -> list[Prediction]:
-    """Classify images with an exported model; one Prediction per path, in order.
+    """Classify images with a model file or an export; one Prediction per path, in order.
 
-    Multi-crop exports average the logits of an image's crops before the softmax. An image
+    Multi-crop models average the logits of an image's crops before the softmax. An image
     that cannot be read gets a Prediction with ``error`` set and no ``top``; the rest go on.
 
     Raises:
         ExportError: The model file cannot be loaded.
     """
-    exported = load_exported(model_path)
+    return predict_with(load_classifier(model_path), image_paths, topk)
+
+
+def predict_with(exported: ExportedModel, image_paths: Sequence[str | Path], topk: int = 3
+                 ) -> list[Prediction]:
+    """``predict_images`` with a model already loaded by ``load_classifier``."""
     paths = [str(path) for path in image_paths]
     predictions: list[Prediction] = []
     for start in range(0, len(paths), _PREDICT_CHUNK):

@@ -15,7 +15,8 @@ def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> N
 
     The temp file lives in the target's folder (``os.replace`` is only atomic within one file
     system) and is removed again when anything fails, so a full disk or a read-only folder
-    leaves the old file as it was and no stray temp file behind.
+    leaves the old file as it was and no stray temp file behind. The file gets the mode any
+    program's new file gets (0o666 less the umask), not the temp file's private 0o600.
 
     ``durable=False`` skips the fsyncs: for caches, where losing the newest file in a power cut
     only costs recomputing it, and the fsync would dominate the write.
@@ -31,6 +32,7 @@ def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> N
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            follow_umask(handle.fileno())
             if durable:
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -42,6 +44,31 @@ def atomic_write_bytes(path: Path | str, data: bytes, durable: bool = True) -> N
         raise
     if durable:
         _fsync_folder(path.parent)
+
+
+def follow_umask(file: int | str | Path) -> None:
+    """Give a temp file (an open descriptor or a path) the mode ``open()`` gives a new file.
+
+    ``mkstemp`` creates 0o600 so that nobody reads a half-written file; that mode would
+    survive ``os.replace`` and leave run files and exports unreadable to the user's group.
+    """
+    if os.name != "posix":
+        return  # Windows has no umask; the file inherits the folder's permissions
+    os.chmod(file, 0o666 & ~current_umask())
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no other way to read it: set and restore at once
+    os.umask(mask)
+    return mask
 
 
 def _fsync_folder(folder: Path) -> None:

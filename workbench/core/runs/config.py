@@ -9,16 +9,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODELS = ("resnet18", "small_cnn")
-WEIGHTS = ("imagenet", "none", "file")
-FINETUNE_MODES = ("last_layer", "full")
-CROP_MODES = ("standard", "five_crop", "ten_crop")
-CROP_STRATEGIES = ("repeat_labels", "average_logits")
-OPTIMIZERS = ("sgd", "adamw")
-SCHEDULERS = ("step", "cosine", "none")
-IMBALANCE_OPTIONS = ("none", "weighted_loss", "weighted_sampler")
-AMP_DTYPES = ("auto", "float16", "bfloat16")
+from workbench.core.runs.config_fields import choices_of, problem_text
 
+# The allowed values, with their human labels, live in config_fields (one description a field).
+MODELS = choices_of("model")
+WEIGHTS = choices_of("weights")
+FINETUNE_MODES = choices_of("finetune")
+CROP_MODES = choices_of("crop_mode")
+CROP_STRATEGIES = choices_of("crop_strategy")
+OPTIMIZERS = choices_of("optimizer")
+SCHEDULERS = choices_of("scheduler")
+IMBALANCE_OPTIONS = choices_of("imbalance")
+AMP_DTYPES = choices_of("amp_dtype")
+EARLY_STOPPING = choices_of("early_stopping")
+_CHOICE_FIELDS = ("model", "weights", "finetune", "crop_mode", "crop_strategy", "optimizer",
+                  "scheduler", "imbalance", "amp_dtype", "early_stopping")
 
 def default_workers() -> int:
     """Loader processes: enough to keep a laptop GPU fed, never more than the CPU has."""
@@ -51,6 +56,12 @@ class TrainConfig:
     resize_size: int = 256
     crop_size: int = 224
     train_hflip: bool = True
+    # standard crop: the random crop's share of the image area and its aspect-ratio range,
+    # as torchvision's RandomResizedCrop(scale=..., ratio=...)
+    crop_scale_min: float = 0.08
+    crop_scale_max: float = 1.0
+    crop_ratio_min: float = 0.75
+    crop_ratio_max: float = 1.333333  # 4/3 to the six decimals the form shows
     # optimisation
     epochs: int = 10
     # batch_size is per process: under torchrun with N processes the global batch is
@@ -64,6 +75,9 @@ class TrainConfig:
     lr_step_size: int = 7
     lr_gamma: float = 0.1
     imbalance: str = "none"
+    # stop once the watched validation figure has not improved for this many epochs
+    early_stopping: str = "off"
+    early_stopping_patience: int = 3
     # speed
     amp: bool = True
     amp_dtype: str = "auto"  # auto: bfloat16 where the GPU supports it, else float16
@@ -158,87 +172,97 @@ class TrainConfig:
 
     # ----------------------------------------------------------------- validation
     def validate(self, check_paths: bool = True) -> list[str]:
-        """Every problem with this config, as messages that name the field."""
-        problems: list[str] = []
+        """Every problem with this config, as messages that name the field.
 
-        def choice(name: str, options: tuple[str, ...]) -> None:
-            value = getattr(self, name)
-            if value not in options:
-                problems.append(f"{name}: '{value}' is not one of {', '.join(options)}")
+        Each message starts with the field's label and its JSON name, e.g.
+        "Data folder (data_root): folder 'x' does not exist".
+        """
+        return [text for _, text in self.field_problems(check_paths)]
 
-        choice("model", MODELS)
-        choice("weights", WEIGHTS)
-        choice("finetune", FINETUNE_MODES)
-        choice("crop_mode", CROP_MODES)
-        choice("crop_strategy", CROP_STRATEGIES)
-        choice("optimizer", OPTIMIZERS)
-        choice("scheduler", SCHEDULERS)
-        choice("imbalance", IMBALANCE_OPTIONS)
-        choice("amp_dtype", AMP_DTYPES)
+    def field_problems(self, check_paths: bool = True) -> list[tuple[str, str]]:
+        """``validate()``'s messages paired with the field each one is about."""
+        raw = [*_choice_problems(self), *_path_problems(self, check_paths),
+               *_model_problems(self), *_number_problems(self)]
+        return [(name, problem_text(name, message)) for name, message in raw]
 
-        if not self.data_root:
-            problems.append("data_root: choose an image folder")
-        elif check_paths and not Path(self.data_root).is_dir():
-            problems.append(f"data_root: folder '{self.data_root}' does not exist")
-        if not 0.0 < self.val_fraction < 1.0:
-            problems.append(f"val_fraction: must be between 0 and 1 (got {self.val_fraction})")
-        if self.weights == "file":
-            if not self.weights_file:
-                problems.append("weights_file: choose a state_dict file, or pick other weights")
-            elif check_paths and not Path(self.weights_file).is_file():
-                problems.append(f"weights_file: file '{self.weights_file}' does not exist")
-        if self.model == "small_cnn" and self.weights == "imagenet":
-            problems.append("weights: small_cnn has no ImageNet weights; use 'none' or 'file'")
-        if self.resize_size < 8:
-            problems.append(f"resize_size: must be at least 8 pixels (got {self.resize_size})")
-        if self.crop_size < 8:
-            problems.append(f"crop_size: must be at least 8 pixels (got {self.crop_size})")
-        if self.crop_size > self.resize_size:
-            problems.append(
-                f"crop_size: {self.crop_size} is larger than resize_size {self.resize_size}; "
-                "crops must fit inside the resized image"
-            )
-        if self.epochs < 1:
-            problems.append(f"epochs: must be at least 1 (got {self.epochs})")
-        if self.batch_size < 1:
-            problems.append(f"batch_size: must be at least 1 (got {self.batch_size})")
-        if not self.lr > 0:
-            problems.append(f"lr: must be greater than 0 (got {self.lr})")
-        if not 0.0 <= self.momentum < 1.0:
-            problems.append(f"momentum: must be in [0, 1) (got {self.momentum})")
-        if self.weight_decay < 0:
-            problems.append(f"weight_decay: must not be negative (got {self.weight_decay})")
-        if self.lr_step_size < 1:
-            problems.append(f"lr_step_size: must be at least 1 (got {self.lr_step_size})")
-        if not 0.0 < self.lr_gamma <= 1.0:
-            problems.append(f"lr_gamma: must be in (0, 1] (got {self.lr_gamma})")
-        if self.workers < 0:
-            problems.append(f"workers: must not be negative (got {self.workers})")
-        if self.max_failed_images < 0:
-            problems.append(
-                f"max_failed_images: must not be negative (got {self.max_failed_images})"
-            )
-        if not self.loader_timeout > 0:
-            problems.append(
-                f"loader_timeout: must be more than 0 seconds (got {self.loader_timeout})"
-            )
-        if self.max_steps_per_epoch < 0:
-            problems.append(
-                f"max_steps_per_epoch: must not be negative (got {self.max_steps_per_epoch})"
-            )
-        if self.seed < 0:
-            problems.append(f"seed: must not be negative (got {self.seed})")
-        if not _valid_device_name(self.device):
-            problems.append(f"device: '{self.device}' is not 'auto', 'cpu', 'cuda' or 'cuda:N'")
-        if not self.output_dir:
-            problems.append("output_dir: choose where runs are saved")
-        if self.cache_images and self.cache_dir and check_paths \
-                and Path(self.cache_dir).is_file():
-            problems.append(f"cache_dir: '{self.cache_dir}' is a file; choose a folder for "
-                            "the resized images")
-        if self.resume and check_paths and not Path(self.resume).is_file():
-            problems.append(f"resume: checkpoint '{self.resume}' does not exist")
-        return problems
+
+_Problems = list[tuple[str, str]]
+
+
+def _choice_problems(config: TrainConfig) -> _Problems:
+    problems: _Problems = []
+    for name in _CHOICE_FIELDS:
+        value, options = getattr(config, name), choices_of(name)
+        if value not in options:
+            problems.append((name, f"'{value}' is not one of {', '.join(options)}"))
+    if not _valid_device_name(config.device):
+        problems.append(("device", f"'{config.device}' is not 'auto', 'cpu', 'cuda' or 'cuda:N'"))
+    return problems
+
+
+def _path_problems(config: TrainConfig, check_paths: bool) -> _Problems:
+    problems: _Problems = []
+    if not config.data_root:
+        problems.append(("data_root", "choose an image folder"))
+    elif check_paths and not Path(config.data_root).is_dir():
+        problems.append(("data_root", f"folder '{config.data_root}' does not exist"))
+    if config.weights == "file":
+        if not config.weights_file:
+            problems.append(("weights_file", "choose a state_dict file, or pick other weights"))
+        elif check_paths and not Path(config.weights_file).is_file():
+            problems.append(("weights_file", f"file '{config.weights_file}' does not exist"))
+    if not config.output_dir:
+        problems.append(("output_dir", "choose where runs are saved"))
+    if config.cache_images and config.cache_dir and check_paths \
+            and Path(config.cache_dir).is_file():
+        problems.append(("cache_dir", f"'{config.cache_dir}' is a file; choose a folder for "
+                                      "the resized images"))
+    if config.resume and check_paths and not Path(config.resume).is_file():
+        problems.append(("resume", f"checkpoint '{config.resume}' does not exist"))
+    return problems
+
+
+def _model_problems(config: TrainConfig) -> _Problems:
+    problems: _Problems = []
+    if config.model == "small_cnn" and config.weights == "imagenet":
+        problems.append(("weights", "small_cnn has no ImageNet weights; use 'none' or 'file'"))
+    if config.crop_size > config.resize_size:
+        problems.append(("crop_size", f"{config.crop_size} is larger than resize_size "
+                                      f"{config.resize_size}; crops must fit inside the resized "
+                                      "image"))
+    if not 0.0 < config.crop_scale_min <= config.crop_scale_max <= 1.0:
+        problems.append(("crop_scale_min", "the crop's area share must satisfy "
+                                           "0 < min <= max <= 1 (got "
+                                           f"{config.crop_scale_min} to {config.crop_scale_max})"))
+    if not 0.0 < config.crop_ratio_min <= config.crop_ratio_max:
+        problems.append(("crop_ratio_min", "the crop's aspect ratios must satisfy 0 < min <= max "
+                                           f"(got {config.crop_ratio_min} to "
+                                           f"{config.crop_ratio_max})"))
+    return problems
+
+
+def _number_problems(config: TrainConfig) -> _Problems:
+    c = config
+    checks: tuple[tuple[str, bool, str], ...] = (
+        ("val_fraction", 0.0 < c.val_fraction < 1.0, "must be between 0 and 1"),
+        ("resize_size", c.resize_size >= 8, "must be at least 8 pixels"),
+        ("crop_size", c.crop_size >= 8, "must be at least 8 pixels"),
+        ("epochs", c.epochs >= 1, "must be at least 1"),
+        ("batch_size", c.batch_size >= 1, "must be at least 1"),
+        ("lr", c.lr > 0, "must be greater than 0"),
+        ("momentum", 0.0 <= c.momentum < 1.0, "must be in [0, 1)"),
+        ("weight_decay", c.weight_decay >= 0, "must not be negative"),
+        ("lr_step_size", c.lr_step_size >= 1, "must be at least 1"),
+        ("lr_gamma", 0.0 < c.lr_gamma <= 1.0, "must be in (0, 1]"),
+        ("early_stopping_patience", c.early_stopping_patience >= 1, "must be at least 1 epoch"),
+        ("workers", c.workers >= 0, "must not be negative"),
+        ("max_failed_images", c.max_failed_images >= 0, "must not be negative"),
+        ("loader_timeout", c.loader_timeout > 0, "must be more than 0 seconds"),
+        ("max_steps_per_epoch", c.max_steps_per_epoch >= 0, "must not be negative"),
+        ("seed", c.seed >= 0, "must not be negative"),
+    )
+    return [(name, f"{message} (got {getattr(c, name)})") for name, ok, message in checks
+            if not ok]
 
 
 def _valid_device_name(name: str) -> bool:

@@ -114,6 +114,32 @@ class RunEnd:
     retry_batch_size: int = 0
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Slow work before the first step (downloading weights): ``done`` of ``total`` bytes.
+
+    Reported when the whole percent changes; not written to metrics.jsonl.
+    """
+
+    task: str
+    done: int
+    total: int | None  # None when the size is not known
+
+    @property
+    def fraction(self) -> float | None:
+        """Share done in [0, 1]; None when the total is unknown."""
+        if not self.total:
+            return None
+        return min(1.0, self.done / self.total)
+
+    def describe(self) -> str:
+        """'Downloading ImageNet weights: 12.3 of 44.7 MB (27%)'."""
+        done = f"{self.done / 1e6:.1f}"
+        if self.fraction is None:
+            return f"{self.task}: {done} MB"
+        return f"{self.task}: {done} of {self.total / 1e6:.1f} MB ({100 * self.fraction:.0f}%)"
+
+
 def event_to_dict(event: Any) -> dict[str, Any]:
     """A JSON-ready dict with the event's kind under 'event'."""
     data = dataclasses.asdict(event)
@@ -192,6 +218,9 @@ class Callback:
     def on_message(self, event: Message) -> None:
         """Called for information, warnings and errors meant for the user."""
 
+    def on_progress(self, event: Progress) -> None:
+        """Called during slow work before the first step, e.g. a weights download."""
+
     def on_run_end(self, event: RunEnd) -> None:
         """Called exactly once when the run ends, however it ends."""
 
@@ -217,6 +246,10 @@ class CallbackList(Callback):
     def on_message(self, event: Message) -> None:
         for c in self.callbacks:
             c.on_message(event)
+
+    def on_progress(self, event: Progress) -> None:
+        for c in self.callbacks:
+            c.on_progress(event)
 
     def on_run_end(self, event: RunEnd) -> None:
         for c in self.callbacks:

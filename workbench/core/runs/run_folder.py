@@ -26,6 +26,7 @@ METRICS_FILE = "metrics.jsonl"
 LAST_CHECKPOINT = "last.pt"
 BEST_MODEL = "best_model.pt"
 EXPORT_FILE = "model_scripted.pt"
+ONNX_FILE = "model.onnx"
 DECODE_FAILURES = "decode_failures.tsv"
 
 

@@ -10,10 +10,12 @@ The batch recommended is ``margin`` (90%) of the largest that fitted, rounded do
 allocator fragments over a long run, cuDNN may pick kernels with larger workspaces, and the last
 batch of an epoch or a validation pass must not be what tips a run over.
 
-A CPU has no out-of-memory error worth waiting for (it swaps first), so there the tensors each
-step keeps for backward are counted as they are saved, and a step that would keep more than
-``memory_limit_bytes`` raises ``torch.OutOfMemoryError`` as a GPU would (half the available
-RAM by default). The same limit simulates a smaller GPU in tests.
+A CPU has no memory limit to find: it shares its memory with the rest of the system and swaps
+long before an out-of-memory error, so a search there would only stop at its own cap and report
+that as a limit. On the CPU the search therefore runs nothing and says so (``no_memory_limit``),
+unless a simulated ``memory_limit_bytes`` is given: then the tensors each step keeps for backward
+are counted as they are saved, and a step that would keep more raises
+``torch.OutOfMemoryError`` as a GPU would. Tests use that to simulate a smaller GPU.
 """
 
 from __future__ import annotations
@@ -58,11 +60,17 @@ class BatchSizeResult:
     max_batch: int = 0
     margin: float = MARGIN
     cancelled: bool = False
+    no_memory_limit: bool = False
 
     def describe(self) -> str:
         """One paragraph for the terminal or the window."""
         if self.cancelled:
             return "The batch size search was stopped."
+        if self.no_memory_limit:
+            return (f"There is no memory limit to find on the CPU ({self.device}): it shares its "
+                    "memory with the rest of the system and swaps before it runs out, so a "
+                    "search would only find its own cap. Batch size left unchanged; choose it "
+                    "for speed, or search on a CUDA GPU.")
         images = f" ({self.crops_per_sample} crops each)" if self.crops_per_sample > 1 else ""
         where = f"{self.device}, {self.precision}"
         if self.largest_fitting == 0:
@@ -191,18 +199,6 @@ def _unpack(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
-def default_memory_limit(device: str) -> int | None:
-    """CPU: half the RAM available now, so the search never pushes the machine into swap."""
-    if device.startswith("cuda"):
-        return None
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available // 2)
-    except Exception:  # psutil missing or unreadable: only max_batch limits the search
-        return None
-
-
 def find_batch_size(
     config: TrainConfig,
     num_classes: int = 10,
@@ -220,8 +216,9 @@ def find_batch_size(
         num_classes: size of the classifier head.
         max_batch: the largest batch tried (1024 on CUDA, 64 on the CPU when None).
         margin: share of the largest fitting batch that is recommended, in (0, 1].
-        memory_limit_bytes: a simulated memory limit (see the module docstring); on the CPU
-            half the available RAM when None.
+        memory_limit_bytes: a simulated memory limit (see the module docstring). On the CPU
+            without one (and without ``step_runner``) nothing is tried and the result has
+            ``no_memory_limit`` set and ``batch_size`` 0.
         step_runner: runs the steps of one try; a :class:`TrainingStepProbe` when None.
         should_stop: asked before every try; True ends the search with ``cancelled`` set.
         on_try: called after every try with ``(batch, fitted, peak_bytes)``.
@@ -237,10 +234,14 @@ def find_batch_size(
         raise ValueError(f"max_batch must be at least 1 (got {max_batch})")
     if not 0.0 < margin <= 1.0:
         raise ValueError(f"margin must be in (0, 1] (got {margin})")
+    precision = resolve_precision(config.amp, config.amp_dtype, device).label
+    if step_runner is None and memory_limit_bytes is None and not device.startswith("cuda"):
+        return BatchSizeResult(batch_size=0, largest_fitting=0, first_failing=None,
+                               device=device, precision=precision,
+                               crops_per_sample=config.crops_per_sample, max_batch=max_batch,
+                               margin=margin, no_memory_limit=True)
     if step_runner is None:
-        limit = memory_limit_bytes if memory_limit_bytes is not None \
-            else default_memory_limit(device)
-        step_runner = TrainingStepProbe(config, num_classes, device, limit)
+        step_runner = TrainingStepProbe(config, num_classes, device, memory_limit_bytes)
     peaks: dict[int, int | None] = {}
     largest, failing, tried, cancelled = _search(
         _batch_tester(step_runner, device, peaks, on_try), max_batch, should_stop)
@@ -249,10 +250,8 @@ def find_batch_size(
     return BatchSizeResult(
         batch_size=max(1, int(largest * margin)) if largest else 0,
         largest_fitting=largest, first_failing=failing, peak_memory=peaks, tried=tried,
-        device=device,
-        precision=resolve_precision(config.amp, config.amp_dtype, device).label,
-        crops_per_sample=config.crops_per_sample, max_batch=max_batch, margin=margin,
-        cancelled=cancelled,
+        device=device, precision=precision, crops_per_sample=config.crops_per_sample,
+        max_batch=max_batch, margin=margin, cancelled=cancelled,
     )
 
 

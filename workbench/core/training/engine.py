@@ -19,6 +19,7 @@ from workbench.core.devices.memory import free_device_memory
 from workbench.core.devices.selection import DeviceError
 from workbench.core.models.building import WeightsError
 from workbench.core.models.checkpoint_format import CheckpointError, CheckpointSaveError
+from workbench.core.models.weights_download import DownloadCancelled
 from workbench.core.runs.atomic_io import describe_os_error
 from workbench.core.runs.config import ConfigError, TrainConfig
 from workbench.core.runs.control import RunControl
@@ -95,10 +96,14 @@ class _Failure:
     retry_batch_size: int = 0
     out_of_memory: bool = False
     loader_failed: bool = False
+    cancelled: bool = False  # a stop request ended the preparation; not a failure
 
 
 def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
     """What went wrong, as text only (no reference to the exception survives)."""
+    if isinstance(exc, DownloadCancelled):
+        return _Failure("Stopped on request while downloading the ImageNet weights; nothing "
+                        "was downloaded or saved.", cancelled=True)
     if isinstance(exc, TrainingOutOfMemory):
         return _Failure(str(exc), retry_batch_size=exc.smaller_batch, out_of_memory=True)
     if isinstance(exc, torch.OutOfMemoryError):  # outside a step: evaluation, feature caching
@@ -108,12 +113,22 @@ def _describe_failure(exc: Exception, config: TrainConfig) -> _Failure:
     if isinstance(exc, OSError) and not isinstance(exc, CheckpointSaveError) and exc.filename:
         return _Failure(f"'{exc.filename}': {describe_os_error(exc)}")  # e.g. the run folder
     if isinstance(exc, USER_ERRORS):
-        return _Failure(str(exc))
+        return _Failure(_without_worker_traceback(str(exc)))
     loader_problem = loader_failure_message(exc, config.workers, config.loader_timeout)
     if loader_problem:
         return _Failure(loader_problem, loader_failed=True)
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return _Failure(f"unexpected error: {detail}", trace="".join(traceback.format_exception(exc)))
+
+
+def _without_worker_traceback(text: str) -> str:
+    """The message of an error a loader process raised, without the traceback torch adds
+    ("Caught ... in DataLoader worker process 0. Original Traceback ...")."""
+    if not text.startswith("Caught ") or "Original Traceback" not in text:
+        return text
+    last = text.rstrip().splitlines()[-1]
+    name, separator, message = last.partition(": ")
+    return message if separator and name.replace(".", "_").isidentifier() else last
 
 
 def _failed(
@@ -126,17 +141,26 @@ def _failed(
         return session.ended
     if failure.trace:
         events.on_message(Message("error", failure.trace.rstrip()))
-    events.on_message(Message("error", f"Training failed: {failure.text}"))
+    if failure.cancelled:
+        events.on_message(Message("info", failure.text))
+    else:
+        events.on_message(Message("error", f"Training failed: {failure.text}"))
+    if session is not None and session.run_dir and not session.last_checkpoint_path:
+        events.on_message(Message("info", (
+            f"No epoch finished, so nothing was saved; the run folder {session.run_dir} is "
+            "kept as the record of this attempt (config.json, and metrics.jsonl with the "
+            "error). Delete it if you do not need it.")))
     end = RunEnd(
-        status="failed",
+        status="cancelled" if failure.cancelled else "failed",
         epochs_completed=session.epochs_completed if session else 0,
         best_epoch=session.best_epoch if session else 0,
-        best_val_accuracy=session.best_val_accuracy if session else 0.0,
+        # -1 means "no epoch yet" inside the session; the event says 0, as a cancel does.
+        best_val_accuracy=max(session.best_val_accuracy, 0.0) if session else 0.0,
         run_dir=str(session.run_dir) if session and session.run_dir else "",
         best_model_path=session.best_model_path if session else "",
         last_checkpoint_path=session.last_checkpoint_path if session else "",
         seconds=time.monotonic() - started,
-        error=failure.text,
+        error="" if failure.cancelled else failure.text,
         retry_batch_size=failure.retry_batch_size,
     )
     events.on_run_end(end)

@@ -39,9 +39,13 @@ from workbench.core.models.checkpoint_format import (
     restore_training_state,
     write_workbench_file,
 )
+from workbench.core.models.prediction_records import (
+    PredictionCollector,
+    write_best_predictions,
+)
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
-from workbench.core.runs.events import CallbackList, EpochEnd, Message, RunEnd, RunStart
+from workbench.core.runs.events import CallbackList, EpochEnd, Message, Progress, RunEnd, RunStart
 from workbench.core.runs.run_folder import (
     BEST_MODEL,
     DECODE_FAILURES,
@@ -52,6 +56,7 @@ from workbench.core.runs.run_folder import (
 )
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
+from workbench.core.training.early_stopping import early_stopping_for
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import build_optimizer, build_scheduler
@@ -91,6 +96,8 @@ class TrainingSession:
         self.started = time.monotonic()
         self.failed_images: FailedImages | None = None
         self._writer: MetricsWriter | None = None
+        self.early_stopping = early_stopping_for(config)
+        self._download_step: int | None = None  # the last percent (or MB) reported
 
     # ------------------------------------------------------------------ preparation
     def prepare(self) -> None:
@@ -138,7 +145,9 @@ class TrainingSession:
 
     def _build_model_and_optimiser(self) -> None:
         cfg = self.config
-        self.model = build_model(cfg, len(self.scan.class_names), report=self._say)
+        self.model = build_model(cfg, len(self.scan.class_names), report=self._say,
+                                 on_download_progress=self._report_download,
+                                 should_cancel=lambda: self.control.cancel_requested)
         self.model.to(self.device)
         if self.plan.channels_last:
             self.model.to(memory_format=torch.channels_last)
@@ -220,6 +229,10 @@ class TrainingSession:
             if self.scheduler is not None:
                 self.scheduler.step()
             self._finish_epoch(epoch, result, evaluation)
+            if self.early_stopping is not None and self.early_stopping.update(
+                    epoch + 1, evaluation.loss, evaluation.accuracy):
+                self._say("info", self.early_stopping.reason())
+                break
         return self._end("completed")
 
     def _run_start_event(self) -> RunStart:
@@ -308,7 +321,9 @@ class TrainingSession:
         forward, prepare = self._forward_and_prepare(source, self.model)
         return evaluate_batches(source.batches, forward, prepare, len(self.scan.class_names),
                                 self.pipeline.crops_per_sample, self.config.crop_strategy,
-                                self.ctx.autocast, self.control)
+                                self.ctx.autocast, self.control,
+                                PredictionCollector(self.pipeline.crops_per_sample,
+                                                    self.config.crop_strategy))
 
     def _forward_and_prepare(self, source: EpochBatches, model: nn.Module) -> tuple[Any, Any]:
         """Cached features go to the head as they are; uint8 images are prepared for ``model``."""
@@ -326,6 +341,10 @@ class TrainingSession:
                 self._save(BEST_MODEL, model_file_data(
                     self.model, self.scan.class_names, self.config, number, accuracy))
                 self.best_model_path = str(self.run_dir / BEST_MODEL)
+                problem = write_best_predictions(evaluation.predictions, self.run_dir,
+                                                 self.scan.val, self.scan.class_names)
+                if problem:
+                    self._say("warning", problem)
             self.best_val_accuracy, self.best_epoch = accuracy, number
         if saving:
             self._save(LAST_CHECKPOINT, checkpoint_data(
@@ -389,6 +408,14 @@ class TrainingSession:
 
     def _say(self, level: str, text: str) -> None:
         self.events.on_message(Message(level, text))
+
+    def _report_download(self, received: int, total: int | None) -> None:
+        """A ``Progress`` event when the whole percent (or, size unknown, MB) changes."""
+        step = (100 * received // total) if total else received // 1_000_000
+        if step == self._download_step and received != total:
+            return
+        self._download_step = step
+        self.events.on_progress(Progress("Downloading ImageNet weights", received, total))
 
     def close(self, kill_loader_workers: bool = False) -> None:
         """Stop loader workers and close files, however the run ended.

@@ -13,6 +13,7 @@ from workbench.core.data.data_pipeline import image_cache_dir
 from workbench.core.data.dataset_scan import DatasetError, DatasetScan, scan_dataset
 from workbench.core.data.image_cache import cache_path
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config_fields import problem_text
 
 # Images looked up in the cache to judge how much of a dataset it already holds.
 CACHE_PROBES = 64
@@ -35,8 +36,9 @@ def scan_for_training(config: TrainConfig) -> DatasetScan:
         raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
                            "more images per class for the automatic split")
     if config.batch_size > len(scan.train):
-        raise DatasetError(f"batch_size: {config.batch_size} is more than the {len(scan.train)} "
-                           f"training images in {config.data_root}; lower batch_size")
+        raise DatasetError(problem_text(
+            "batch_size", f"{config.batch_size} is more than the {len(scan.train)} training "
+                          f"images in {config.data_root}; lower batch_size"))
     return scan
 
 

@@ -18,6 +18,7 @@ from workbench.core.data.multicrop import IGNORE_LABEL, count_correct, multicrop
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.devices.memory import free_device_memory, memory_stats
 from workbench.core.devices.throttle_detector import ThrottleWatch, ThroughputSample
+from workbench.core.models.prediction_records import PredictionCollector
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import Callback, Message, StepStats
 from workbench.core.training.faults import TrainingOutOfMemory, first_line
@@ -85,6 +86,8 @@ class EvalResult:
     confusion: ConfusionMatrix
     samples: int = 0
     extra: dict[str, float] = field(default_factory=dict)
+    # Every image's probabilities and loss, when the caller asked for them.
+    predictions: PredictionCollector | None = None
 
 
 def run_training_steps(
@@ -259,8 +262,10 @@ def evaluate_batches(
     strategy: str,
     amp_context: Callable[[], torch.autocast],
     control: RunControl | None = None,
+    collector: PredictionCollector | None = None,
 ) -> EvalResult:
-    """Loss and accuracy per original sample, plus the confusion matrix."""
+    """Loss and accuracy per original sample, plus the confusion matrix; every image's
+    probabilities and loss go to ``collector`` when given."""
     confusion = ConfusionMatrix(num_classes)
     loss_meter = SmoothedValue()
     correct_total = counted_total = 0
@@ -271,6 +276,8 @@ def evaluate_batches(
         with amp_context():
             logits = forward(inputs)
         loss, sample_logits = multicrop_loss(logits.float(), labels, crops, strategy)
+        if collector is not None:
+            collector.add(logits, labels)
         correct, counted = count_correct(sample_logits, labels)
         if counted:
             loss_meter.update(float(loss.item()), counted)
@@ -279,4 +286,5 @@ def evaluate_batches(
         predictions = sample_logits.argmax(dim=1)
         confusion.update(labels.tolist(), predictions.tolist())
     accuracy = correct_total / counted_total if counted_total else math.nan
-    return EvalResult(loss_meter.global_avg, accuracy, confusion, counted_total)
+    return EvalResult(loss_meter.global_avg, accuracy, confusion, counted_total,
+                      predictions=collector)

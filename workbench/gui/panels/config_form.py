@@ -7,11 +7,17 @@ instead of a spin box silently refusing it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
 
-from workbench.core.runs import config as cfg
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config_fields import FieldContext, applies, describe, help_text
+from workbench.core.runs.model_defaults import (
+    apply_model_defaults,
+    full_finetune_for_random_weights,
+)
 from workbench.gui.widgets.form_fields import (
     Binding,
     CheckBinding,
@@ -23,74 +29,60 @@ from workbench.gui.widgets.form_fields import (
 )
 from workbench.gui.widgets.image_cache_status import ImageCacheStatus
 
-# (group title, [(label, field), ...]); a binding for every field is made in _make_bindings.
-_LAYOUT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("Model", (("Model", "model"), ("Weights", "weights"), ("Weights file", "weights_file"),
-               ("Fine-tune", "finetune"))),
-    ("Crops", (("Crop mode", "crop_mode"), ("Crop strategy", "crop_strategy"),
-               ("Resize (shorter side)", "resize_size"), ("Crop size", "crop_size"),
-               ("", "train_hflip"))),
-    ("Optimisation", (("Epochs", "epochs"), ("Batch size", "batch_size"),
-                      ("Optimizer", "optimizer"), ("Learning rate", "lr"),
-                      ("Momentum", "momentum"), ("Weight decay", "weight_decay"),
-                      ("Scheduler", "scheduler"), ("Step size (epochs)", "lr_step_size"),
-                      ("Gamma", "lr_gamma"), ("Class imbalance", "imbalance"))),
-    ("Data and speed", (("Validation fraction", "val_fraction"), ("Loader workers", "workers"),
-                        ("", "amp"), ("AMP precision", "amp_dtype"), ("", "channels_last"),
-                        ("", "pin_memory"), ("", "cache_images"),
-                        ("Image cache folder", "cache_dir"), ("", "cache_features"),
-                        ("", "images_on_device"),
-                        ("Max steps per epoch", "max_steps_per_epoch"))),
-    ("Faults", (("Max failed images", "max_failed_images"),
-                ("Loader timeout (s)", "loader_timeout"), ("", "oom_retry_smaller_batch"))),
-    ("Reproducibility and output", (("Seed", "seed"), ("", "deterministic"),
-                                    ("Output folder", "output_dir"), ("Run name", "run_name"))),
+# (group title, fields); labels, tooltips and choices come from config_fields.
+_LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Model", ("model", "weights", "weights_file", "finetune")),
+    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "crop_size", "crop_scale_min",
+               "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip")),
+    ("Optimisation", ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay",
+                      "scheduler", "lr_step_size", "lr_gamma", "imbalance", "early_stopping",
+                      "early_stopping_patience")),
+    ("Data and speed", ("val_fraction", "workers", "amp", "amp_dtype", "channels_last",
+                        "pin_memory", "cache_images", "cache_dir", "cache_features",
+                        "images_on_device", "max_steps_per_epoch")),
+    ("Faults", ("max_failed_images", "loader_timeout", "oom_retry_smaller_batch")),
+    ("Reproducibility and output", ("seed", "deterministic", "output_dir", "run_name")),
 )
+
+# How each field is edited; booleans get a check box and choice fields a combo box by type.
+_NUMBER_EDITORS: dict[str, dict[str, object]] = {
+    "lr": {"scientific": True},
+    "weight_decay": {"scientific": True},
+    "momentum": {"decimals": 6, "step": 0.05},
+    "lr_gamma": {"decimals": 6, "step": 0.05},
+    "val_fraction": {"decimals": 6, "step": 0.05},
+    "loader_timeout": {"decimals": 1, "step": 10.0},
+    "crop_scale_min": {"decimals": 6, "step": 0.05},
+    "crop_scale_max": {"decimals": 6, "step": 0.05},
+    "crop_ratio_min": {"decimals": 6, "step": 0.05},
+    "crop_ratio_max": {"decimals": 6, "step": 0.05},
+}
+_TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
+    "weights_file": ("a state_dict .pt file", True),
+    "cache_dir": ("empty: the user cache folder", True),
+    "output_dir": ("folder for run folders", True),
+    "run_name": ("optional; a timestamp is used when empty", False),
+}
+
+
+def _make_binding(name: str, default: object) -> Binding:
+    description = describe(name)
+    if description.choices:
+        return ComboBinding(name, description.choices)
+    if isinstance(default, bool):
+        return CheckBinding(name, description.label)
+    if isinstance(default, int):
+        return IntBinding(name)
+    if isinstance(default, float):
+        return FloatBinding(name, **_NUMBER_EDITORS.get(name, {}))  # type: ignore[arg-type]
+    placeholder, browse = _TEXT_EDITORS.get(name, ("", False))
+    return TextBinding(name, placeholder, browse=browse)
 
 
 def _make_bindings() -> dict[str, Binding]:
-    bindings: list[Binding] = [
-        ComboBinding("model", cfg.MODELS),
-        ComboBinding("weights", cfg.WEIGHTS),
-        TextBinding("weights_file", "a state_dict .pt file", browse=True),
-        ComboBinding("finetune", cfg.FINETUNE_MODES),
-        ComboBinding("crop_mode", cfg.CROP_MODES),
-        ComboBinding("crop_strategy", cfg.CROP_STRATEGIES),
-        IntBinding("resize_size"),
-        IntBinding("crop_size"),
-        CheckBinding("train_hflip", "Random horizontal flip while training"),
-        IntBinding("epochs"),
-        IntBinding("batch_size"),
-        ComboBinding("optimizer", cfg.OPTIMIZERS),
-        FloatBinding("lr", scientific=True),
-        FloatBinding("momentum", decimals=6, step=0.05),
-        FloatBinding("weight_decay", scientific=True),
-        ComboBinding("scheduler", cfg.SCHEDULERS),
-        IntBinding("lr_step_size"),
-        FloatBinding("lr_gamma", decimals=6, step=0.05),
-        ComboBinding("imbalance", cfg.IMBALANCE_OPTIONS),
-        FloatBinding("val_fraction", decimals=6, step=0.05),
-        IntBinding("workers"),
-        CheckBinding("amp", "Mixed precision (AMP, CUDA only)"),
-        ComboBinding("amp_dtype", cfg.AMP_DTYPES),
-        CheckBinding("channels_last", "channels_last memory format (CUDA only)"),
-        CheckBinding("pin_memory", "Pinned memory for faster copies to the GPU"),
-        CheckBinding("cache_images", "Cache resized images on disk (decode each file once)"),
-        TextBinding("cache_dir", "empty: the user cache folder", browse=True),
-        CheckBinding("cache_features", "Cache frozen-backbone features (last_layer)"),
-        CheckBinding("images_on_device",
-                     "Keep a small dataset on the device and crop it there in batches"),
-        IntBinding("max_steps_per_epoch"),
-        IntBinding("max_failed_images"),
-        FloatBinding("loader_timeout", decimals=1, step=10.0),
-        CheckBinding("oom_retry_smaller_batch",
-                     "On GPU out of memory, retry with half the batch"),
-        IntBinding("seed"),
-        CheckBinding("deterministic", "Deterministic algorithms (slower)"),
-        TextBinding("output_dir", "folder for run folders", browse=True),
-        TextBinding("run_name", "optional; a timestamp is used when empty"),
-    ]
-    return {binding.field: binding for binding in bindings}
+    defaults = TrainConfig()
+    return {name: _make_binding(name, getattr(defaults, name))
+            for _, fields in _LAYOUT for name in fields}
 
 
 class ConfigForm(QWidget):
@@ -105,14 +97,22 @@ class ConfigForm(QWidget):
     def __init__(self, config: TrainConfig | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._config = config or TrainConfig()
+        self._context = FieldContext()
         self._problems: list[str] = []
         self._bindings = _make_bindings()
         self._rows: dict[str, FieldRow] = {}
+        self._labels: dict[str, QLabel] = {}
         self._other_problems = QLabel(self)
         self._other_problems.setObjectName("formProblems")
         self._other_problems.setProperty("role", "error")
         self._other_problems.setWordWrap(True)
         self._other_problems.setStyleSheet("color: #c62828;")
+        # Fields the user has edited here: choosing a model sets its defaults in the others.
+        self._edited: set[str] = set()
+        self._defaults_note = QLabel(self)
+        self._defaults_note.setObjectName("formDefaultsNote")
+        self._defaults_note.setWordWrap(True)
+        self._defaults_note.setVisible(False)
         self.cache_status = ImageCacheStatus(self)
         self._build_layout()
 
@@ -143,6 +143,20 @@ class ConfigForm(QWidget):
         """Change some fields (e.g. data_root from the dataset panel) and refresh the form."""
         self.set_config(self._config.replace(**changes))
 
+    def set_cuda_available(self, available: bool | None) -> None:
+        """Say whether a CUDA device was detected (None: not known); CUDA-only fields follow."""
+        self._context = replace(self._context, cuda_available=available)
+        self._update_enabled_fields()
+
+    def set_dataset_split(self, has_split: bool | None) -> None:
+        """Say whether the data folder holds train/ and val/ folders (None: not scanned)."""
+        self._context = replace(self._context, has_split=has_split)
+        self._update_enabled_fields()
+
+    def field_applies(self, field: str) -> bool:
+        """Whether the current settings, device and dataset use ``field``."""
+        return applies(field, self._config, self._context)
+
     def problems(self) -> list[str]:
         """Every problem ``TrainConfig.validate()`` reports for the current config."""
         return list(self._problems)
@@ -156,6 +170,10 @@ class ConfigForm(QWidget):
         """The editor of ``field`` (tests and the window use it to focus a field)."""
         return self._bindings[field].widget
 
+    def defaults_note_text(self) -> str:
+        """What the form last set by itself (a model's defaults, full fine-tuning), or ''."""
+        return self._defaults_note.text()
+
     def other_problems_text(self) -> str:
         """Problems of fields the form does not show, such as data_root."""
         return self._other_problems.text()
@@ -165,7 +183,21 @@ class ConfigForm(QWidget):
         value = self._bindings[field].value()
         if getattr(self._config, field) == value:
             return
-        self._config = self._config.replace(**{field: value})
+        self._edited.add(field)
+        edited = self._config.replace(**{field: value})
+        config, notes = edited, []
+        if field == "model":
+            config = apply_model_defaults(edited, self._edited)
+            if config != edited:
+                notes.append(f"{value} defaults applied to the fields not edited here.")
+        config, switched = full_finetune_for_random_weights(config, self._edited)
+        notes += [switched] if switched else []
+        self._defaults_note.setText(" ".join(notes))
+        self._defaults_note.setVisible(bool(notes))
+        if config != edited:
+            self.set_config(config)  # the widgets show what was set for the user
+            return
+        self._config = config
         self._config_updated()
 
     def _on_weights_file_browse(self) -> None:
@@ -196,10 +228,11 @@ class ConfigForm(QWidget):
         self.config_changed.emit(self._config)
 
     def _update_problems(self) -> None:
-        self._problems = self._config.validate()
+        field_problems = self._config.field_problems()
+        self._problems = [text for _, text in field_problems]
         by_field: dict[str, list[str]] = {}
-        for problem in self._problems:
-            by_field.setdefault(problem.split(":", 1)[0].strip(), []).append(problem)
+        for field, problem in field_problems:
+            by_field.setdefault(field, []).append(problem)
         for field, row in self._rows.items():
             row.set_problems(by_field.pop(field, []))
         leftover = [p for problems in by_field.values() for p in problems]
@@ -207,33 +240,37 @@ class ConfigForm(QWidget):
         self._other_problems.setVisible(bool(leftover))
 
     def _update_enabled_fields(self) -> None:
-        """Grey out fields the current choices ignore, unless they hold a problem to fix."""
-        config = self._config
-        relevant = {
-            "weights_file": config.weights == "file",
-            "lr_step_size": config.scheduler == "step",
-            "lr_gamma": config.scheduler == "step",
-            "momentum": config.optimizer == "sgd",
-            "cache_features": config.finetune == "last_layer",
-            "cache_dir": config.cache_images,
-        }
-        for field, used in relevant.items():
-            row = self._rows[field]
-            row.setEnabled(used or bool(row.problems_text()))
+        """Grey out fields the current choices, device or dataset ignore, unless they hold a
+        problem to fix (each field's tooltip says when it applies)."""
+        for field, row in self._rows.items():
+            enabled = self.field_applies(field) or bool(row.problems_text())
+            row.setEnabled(enabled)
+            if field in self._labels:
+                self._labels[field].setEnabled(enabled)
 
     # ------------------------------------------------------------------ helpers
     def _build_layout(self) -> None:
         layout = QVBoxLayout(self)
         layout.addWidget(self._other_problems)
+        layout.addWidget(self._defaults_note)
+        defaults = TrainConfig()
         for title, fields in _LAYOUT:
             group = QGroupBox(title, self)
             form = QFormLayout(group)
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-            for label, field in fields:
+            for field in fields:
                 row = FieldRow(self._bindings[field], group)
                 row.setObjectName(f"field_{field}")
+                row.set_help(help_text(field, getattr(defaults, field), list_values=False))
                 self._rows[field] = row
-                form.addRow(label, row)
+                if isinstance(self._bindings[field], CheckBinding):
+                    form.addRow("", row)  # the check box carries the label
+                else:
+                    label = QLabel(describe(field).label, group)
+                    label.setToolTip(row.help_text())
+                    label.setBuddy(self._bindings[field].widget)
+                    self._labels[field] = label
+                    form.addRow(label, row)
                 if field == "cache_dir":
                     form.addRow("", self.cache_status)
             layout.addWidget(group)

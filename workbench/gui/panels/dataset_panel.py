@@ -2,7 +2,8 @@
 
 The scan itself (``workbench.core.data.dataset_scan.scan_dataset``) runs in the thread pool; a newer
 folder supersedes a scan still running. The panel shows the layout found, the per-class counts,
-an imbalance warning with the two remedies, the files left out and the training images.
+an imbalance warning with the two remedies, the files left out and the images: training or
+validation, of every class or of one.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
-from workbench.gui.widgets.thumbnail_browser import ThumbnailBrowser
+from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:
@@ -42,10 +43,12 @@ WEIGHTED_SAMPLER = "weighted_sampler"
 
 
 def run_scan(root: str, val_fraction: float, seed: int) -> DatasetScan:
-    """Pool thread: scan ``root``. Imported here so building the panel does not load torch."""
+    """Pool thread: scan ``root``, opening every image's header (nothing is decoded), so a
+    file Pillow cannot read is listed as left out now rather than found in training.
+    Imported here so building the panel does not load torch."""
     from workbench.core.data.dataset_scan import scan_dataset
 
-    return scan_dataset(root, val_fraction=val_fraction, seed=seed)
+    return scan_dataset(root, val_fraction=val_fraction, seed=seed, verify=True)
 
 
 def layout_text(scan: DatasetScan) -> str:
@@ -146,6 +149,8 @@ class DatasetPanel(QWidget):
         self._runner.failed.connect(self._on_scan_failed)
         self.imbalance_box.option_chosen.connect(self.imbalance_option_chosen)
         self.thumbnails.image_selected.connect(self.image_selected)
+        self.split_combo.currentIndexChanged.connect(self._on_split_changed)
+        self.class_filter_combo.currentIndexChanged.connect(self._on_class_filter_changed)
 
     # ---------------------------------------------------------------- construction
     def _build_widgets(self) -> None:
@@ -180,6 +185,13 @@ class DatasetPanel(QWidget):
         self.issues_list.setAlternatingRowColors(True)
         self.issues_list.setWordWrap(True)
         self.thumbnails = ThumbnailBrowser()
+        self.split_combo = QComboBox()
+        self.split_combo.addItem("Training images", TRAIN)
+        self.split_combo.addItem("Validation images", VAL)
+        self.split_combo.setToolTip("Which images the thumbnails show")
+        self.class_filter_combo = QComboBox()
+        self.class_filter_combo.setToolTip("Show the images of one class only")
+        self.class_filter_combo.addItem("All classes", ALL_CLASSES)
 
     def _build_layout(self) -> None:
         top = QHBoxLayout()
@@ -193,8 +205,12 @@ class DatasetPanel(QWidget):
         self.issues_group = QGroupBox("Files left out and other problems")
         issues_layout = QVBoxLayout(self.issues_group)
         issues_layout.addWidget(self.issues_list)
-        images_group = QGroupBox("Training images")
+        images_group = QGroupBox("Images")
         images_layout = QVBoxLayout(images_group)
+        filter_row = QHBoxLayout()
+        filter_row.addWidget(self.split_combo)
+        filter_row.addWidget(self.class_filter_combo, 1)
+        images_layout.addLayout(filter_row)
         images_layout.addWidget(self.thumbnails)
         # One column of full-width sections: the thumbnail grid gets the panel's whole width.
         body = QSplitter(Qt.Orientation.Vertical)
@@ -290,7 +306,8 @@ class DatasetPanel(QWidget):
         self.chart.set_counts(scan.class_names, scan.train_counts(), scan.val_counts())
         self.imbalance_box.show_for(scan)
         self._update_issues(scan)
-        self.thumbnails.set_paths([path for path, _ in scan.train])
+        self.thumbnails.set_dataset(scan.train, scan.val)
+        self._update_class_filter(scan, keep_choice=False)  # another dataset, other classes
         self.dataset_scanned.emit(scan)
 
     @Slot(str)
@@ -304,8 +321,17 @@ class DatasetPanel(QWidget):
         self.imbalance_box.hide()
         self.issues_list.clear()
         self.issues_group.setTitle("Files left out and other problems")
-        self.thumbnails.set_paths([])
+        self.thumbnails.set_dataset([], [])
+        self._update_class_filter(None, keep_choice=False)
         self.scan_failed.emit(message)
+
+    @Slot(int)
+    def _on_split_changed(self, _index: int) -> None:
+        self._update_class_filter(self._scan)
+
+    @Slot(int)
+    def _on_class_filter_changed(self, _index: int) -> None:
+        self._update_thumbnail_filter()
 
     # ---------------------------------------------------------------- updates
     def _update_issues(self, scan: DatasetScan) -> None:
@@ -322,6 +348,29 @@ class DatasetPanel(QWidget):
         self.issues_group.setTitle(
             f"Files left out and other problems ({total:,})" if total else "No files left out"
         )
+
+    def _update_class_filter(self, scan: DatasetScan | None, keep_choice: bool = True) -> None:
+        """One entry per class with its image count in the chosen split; with ``keep_choice``
+        the class chosen before stays chosen, else every class is shown."""
+        chosen = self.class_filter_combo.currentData() if keep_choice else ALL_CLASSES
+        counts = []
+        if scan is not None:
+            counts = scan.train_counts() if self.split_combo.currentData() == TRAIN \
+                else scan.val_counts()
+        self.class_filter_combo.blockSignals(True)
+        self.class_filter_combo.clear()
+        self.class_filter_combo.addItem(f"All classes ({sum(counts):,})", ALL_CLASSES)
+        for label, name in enumerate(scan.class_names if scan is not None else []):
+            self.class_filter_combo.addItem(f"{name} ({counts[label]:,})", label)
+        index = self.class_filter_combo.findData(chosen)
+        self.class_filter_combo.setCurrentIndex(max(index, 0))
+        self.class_filter_combo.blockSignals(False)
+        self._update_thumbnail_filter()
+
+    def _update_thumbnail_filter(self) -> None:
+        label = self.class_filter_combo.currentData()
+        self.thumbnails.set_filter(self.split_combo.currentData(),
+                                   ALL_CLASSES if label is None else label)
 
     def _remember(self, folder: str) -> None:
         self._recent = [folder, *[f for f in self._recent if f != folder]][:MAX_RECENT_FOLDERS]

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.panels.speed_memory_panel import SpeedMemoryPanel
+from workbench.gui.widgets.form_fields import guard_wheel
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 AUTO = "auto"
@@ -51,11 +52,12 @@ def detect_device_choices(extra: tuple[str, ...] = ()) -> DeviceChoices:
 
 
 def find_batch_size_stoppable(config: TrainConfig, num_classes: int, max_batch: int | None,
-                              stop: threading.Event) -> Any:
+                              memory_limit: int | None, stop: threading.Event) -> Any:
     """Pool job: :func:`~workbench.core.training.batch_size_finder.find_batch_size`, stoppable."""
     from workbench.core.training.batch_size_finder import find_batch_size
 
-    return find_batch_size(config, num_classes, max_batch, should_stop=stop.is_set)
+    return find_batch_size(config, num_classes, max_batch, memory_limit_bytes=memory_limit,
+                           should_stop=stop.is_set)
 
 
 class _DetectionSignals(QObject):
@@ -89,6 +91,8 @@ class DevicePanel(QWidget):
             answers with ``start_batch_search(config)``.
         batch_size_found(object): the search's ``BatchSizeResult`` (something fitted).
         batch_search_failed(str): the search raised, or not even one sample fits.
+        batch_search_not_needed(str): the device has no memory limit to find (the CPU);
+            the sentence says so, and the batch size stays as it is.
     """
 
     device_changed = Signal(str)
@@ -96,6 +100,7 @@ class DevicePanel(QWidget):
     batch_search_requested = Signal()
     batch_size_found = Signal(object)
     batch_search_failed = Signal(str)
+    batch_search_not_needed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -105,6 +110,7 @@ class DevicePanel(QWidget):
         self._combo = QComboBox(self)
         self._combo.addItem("auto \u2014 the first CUDA GPU, else the CPU", AUTO)
         self._combo.setEnabled(False)
+        guard_wheel(self._combo)  # it sits in the scrolling Settings tab
         self._choice_label = QLabel("Detecting devices\u2026", self)
         self._choice_label.setObjectName("deviceChoice")
         self._choice_label.setProperty("role", "device")
@@ -115,10 +121,13 @@ class DevicePanel(QWidget):
         self.batch_button = QPushButton("Find largest batch", self)
         self.batch_button.setToolTip("Train a few real steps at growing batch sizes with these "
                                      "settings and set the batch size to 90% of the largest "
-                                     "that fits in the device's memory.")
+                                     "that fits in the GPU's memory. The CPU has no such limit; "
+                                     "there it changes nothing.")
         self.batch_label = QLabel("", self)
         self.batch_label.setWordWrap(True)
         self.batch_search_max: int | None = None  # None: the finder's default for the device
+        # Bytes a step may keep, simulating a GPU's limit (tests do, on the CPU); None: real.
+        self.batch_search_memory_limit: int | None = None
         self._batch_runner = LatestRequestRunner(self)
         self._batch_stop = threading.Event()
         batch_row = QHBoxLayout()
@@ -179,7 +188,7 @@ class DevicePanel(QWidget):
         if max_batch is None:
             max_batch = self.batch_search_max
         self._batch_runner.submit(find_batch_size_stoppable, config, num_classes, max_batch,
-                                  self._batch_stop)
+                                  self.batch_search_memory_limit, self._batch_stop)
         self.batch_button.setEnabled(False)
         self.batch_label.setText(f"Training a few steps at growing batch sizes on "
                                  f"{config.device}\u2026")
@@ -200,7 +209,9 @@ class DevicePanel(QWidget):
     def _on_batch_search_done(self, result: Any) -> None:
         self.batch_button.setEnabled(True)
         self.batch_label.setText(result.describe())
-        if result.largest_fitting:
+        if result.no_memory_limit:
+            self.batch_search_not_needed.emit(result.describe())
+        elif result.largest_fitting:
             self.batch_size_found.emit(result)
         else:
             self.batch_search_failed.emit(result.describe())

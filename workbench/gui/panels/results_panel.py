@@ -1,7 +1,10 @@
-"""After (and during) training: the best epoch, per-class accuracy, the confusion matrix, export.
+"""After (and during) training: the best epoch's per-class figures, confusion matrix and
+predictions, with Grad-CAM, and export.
 
-The table and matrix show the best epoch so far, the one ``best_model.pt`` holds. Export runs in
-the thread pool, because it checks the TorchScript file in a fresh Python process.
+The table and matrix show the best epoch so far, the one ``best_model.pt`` holds; clicking a
+matrix cell shows its images. predictions.csv is read in the thread pool whenever a new best
+epoch wrote it. Export runs in the pool too, because it checks the TorchScript file in a fresh
+Python process.
 """
 
 from __future__ import annotations
@@ -14,19 +17,22 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart
+from workbench.core.runs.predictions_file import read_predictions
+from workbench.core.runs.run_folder import BEST_MODEL
+from workbench.core.runs.run_index import best_epoch_events
+from workbench.gui.panels.results.class_metrics_table import ClassMetricsTable
+from workbench.gui.panels.results.error_analysis_view import ErrorAnalysisView
 from workbench.gui.widgets.confusion_matrix_view import ConfusionMatrixView
 from workbench.gui.workers.export_worker import ExportJob, ExportSignals
+from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:  # the export module imports torch; the panel must not at import time
     from workbench.core.models.export import ExportResult
@@ -38,10 +44,12 @@ class ResultsPanel(QWidget):
     Signals:
         export_finished(ExportResult): a verified TorchScript file was written.
         export_failed(str): the export could not be done; the message says why.
+        predictions_loaded(int): predictions.csv of the best epoch is shown (its row count).
     """
 
     export_finished = Signal(object)
     export_failed = Signal(str)
+    predictions_loaded = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -53,13 +61,13 @@ class ResultsPanel(QWidget):
         self.summary_label = QLabel("No results yet: train a model first.", self)
         self.summary_label.setObjectName("resultsSummary")
         self.summary_label.setWordWrap(True)
-        self.table = QTableWidget(0, 3, self)
-        self.table.setHorizontalHeaderLabels(["Class", "Val accuracy", "Val images"])
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table = ClassMetricsTable(self)
         self.confusion_view = ConfusionMatrixView(self)
+        self.analysis = ErrorAnalysisView(self)
+        self._predictions_reader = LatestRequestRunner(self)
+        self._run_reader = LatestRequestRunner(self)
         self.export_button = QPushButton("Export TorchScript\u2026", self)
+        self.export_onnx_button = QPushButton("Export ONNX\u2026", self)
         self.open_folder_button = QPushButton("Open run folder", self)
         self.export_label = QLabel("", self)
         self.export_label.setObjectName("exportResult")
@@ -68,7 +76,13 @@ class ResultsPanel(QWidget):
         self._build_layout()
 
         self.export_button.clicked.connect(self._on_export_clicked)
+        self.export_onnx_button.clicked.connect(self._on_export_onnx_clicked)
         self.open_folder_button.clicked.connect(self._on_open_folder_clicked)
+        self.confusion_view.cell_clicked.connect(self._on_cell_clicked)
+        self._predictions_reader.result_ready.connect(self._on_predictions_read)
+        self._predictions_reader.failed.connect(self._on_predictions_failed)
+        self._run_reader.result_ready.connect(self._on_run_folder_read)
+        self._run_reader.failed.connect(self._on_predictions_failed)
 
         self._update_buttons()
 
@@ -76,8 +90,10 @@ class ResultsPanel(QWidget):
     def clear(self) -> None:
         """Forget the previous run's results."""
         self._best, self._run_dir, self._model_file = None, "", ""
-        self.table.setRowCount(0)
+        self.table.clear_figures()
         self.confusion_view.clear()
+        self._predictions_reader.cancel()
+        self.analysis.clear()
         self.summary_label.setText("Training\u2026 results appear after each epoch.")
         self.export_label.clear()
         self._update_buttons()
@@ -92,8 +108,9 @@ class ResultsPanel(QWidget):
         """Show this epoch if it is the best so far."""
         if event.is_best or self._best is None:
             self._best = event
-            self._update_table()
+            self.table.set_confusion(event.confusion, self._class_names)
             self.confusion_view.set_matrix(event.confusion, self._class_names)
+            self._load_predictions()
         self._update_summary()
 
     def show_run_end(self, event: RunEnd) -> None:
@@ -101,8 +118,16 @@ class ResultsPanel(QWidget):
         self._run_dir = event.run_dir or self._run_dir
         self._model_file = event.best_model_path if Path(event.best_model_path or "").is_file() \
             else ""
+        self.analysis.set_model_file(self._model_file)
         self._update_summary(event)
         self._update_buttons()
+
+    def show_run_folder(self, run_dir: str) -> None:
+        """Show the results of a run on disk (its best epoch and predictions), read in the
+        pool; a run training here meanwhile replaces them as usual."""
+        self.clear()
+        self.summary_label.setText(f"Reading {run_dir}\u2026")
+        self._run_reader.submit(best_epoch_events, run_dir)
 
     def model_file(self) -> str:
         """The best_model.pt export would use ('' when there is none)."""
@@ -112,16 +137,22 @@ class ResultsPanel(QWidget):
         """The folder of the run shown ('' before any run)."""
         return self._run_dir
 
+    def is_loading_predictions(self) -> bool:
+        """True while predictions.csv is being read."""
+        return self._predictions_reader.is_busy()
+
     def is_exporting(self) -> bool:
         """True while an export job is running."""
         return self._export_signals is not None
 
-    def export_to(self, out_path: str, model_file: str = "") -> None:
-        """Export ``model_file`` (default: this run's best model) to ``out_path`` in the pool."""
+    def export_to(self, out_path: str, model_file: str = "",
+                  export_format: str = "torchscript") -> None:
+        """Export ``model_file`` (default: this run's best model) to ``out_path`` in the pool,
+        as TorchScript or ("onnx") ONNX."""
         model_file = model_file or self._model_file
         if self.is_exporting() or not model_file:
             return
-        job = ExportJob(model_file, out_path)
+        job = ExportJob(model_file, out_path, export_format)
         self._export_signals = job.signals
         job.signals.exported.connect(self._on_export_done)
         job.signals.errored.connect(self._on_export_errored)
@@ -131,11 +162,14 @@ class ResultsPanel(QWidget):
         self._update_buttons()
         QThreadPool.globalInstance().start(job)
 
-    def ask_export_path(self) -> str:
-        """Ask where to write the TorchScript file ('' when cancelled)."""
-        start = str(Path(self._run_dir) / "model_torchscript.pt") if self._run_dir else ""
-        path, _ = QFileDialog.getSaveFileName(self, "Export TorchScript model", start,
-                                              "TorchScript (*.pt);;All files (*)")
+    def ask_export_path(self, export_format: str = "torchscript") -> str:
+        """Ask where to write the export ('' when cancelled)."""
+        onnx = export_format == "onnx"
+        name = "model.onnx" if onnx else "model_torchscript.pt"
+        start = str(Path(self._run_dir) / name) if self._run_dir else ""
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export ONNX model" if onnx else "Export TorchScript model", start,
+            "ONNX (*.onnx);;All files (*)" if onnx else "TorchScript (*.pt);;All files (*)")
         return path
 
     # ------------------------------------------------------------------ slots
@@ -143,6 +177,11 @@ class ResultsPanel(QWidget):
         path = self.ask_export_path()
         if path:
             self.export_to(path)
+
+    def _on_export_onnx_clicked(self) -> None:
+        path = self.ask_export_path("onnx")
+        if path:
+            self.export_to(path, export_format="onnx")
 
     def _on_open_folder_clicked(self) -> None:
         if self._run_dir:
@@ -168,6 +207,7 @@ class ResultsPanel(QWidget):
     # ------------------------------------------------------------------ refreshes
     def _update_buttons(self) -> None:
         self.export_button.setEnabled(bool(self._model_file) and not self.is_exporting())
+        self.export_onnx_button.setEnabled(bool(self._model_file) and not self.is_exporting())
         self.open_folder_button.setEnabled(bool(self._run_dir))
 
     def _update_summary(self, end: RunEnd | None = None) -> None:
@@ -181,28 +221,55 @@ class ResultsPanel(QWidget):
             text += f" Run {end.status}; folder {end.run_dir or '(none)'}."
         self.summary_label.setText(text)
 
-    def _update_table(self) -> None:
-        best = self._best
-        if best is None:
+    def _load_predictions(self) -> None:
+        """Read the best epoch's predictions.csv in the pool (a newer best epoch wins)."""
+        if self._run_dir:
+            self._predictions_reader.submit(read_predictions, self._run_dir)
+
+    def _best_model_file(self) -> str:
+        if self._model_file:
+            return self._model_file
+        best = Path(self._run_dir) / BEST_MODEL if self._run_dir else None
+        return str(best) if best is not None and best.is_file() else ""
+
+    def _on_predictions_read(self, rows: list) -> None:
+        self.analysis.set_predictions(rows, self._best_model_file())
+        self.predictions_loaded.emit(len(rows))
+
+    def _on_predictions_failed(self, message: str) -> None:
+        self.analysis.hint.setText(f"No image predictions to show: {message}")
+
+    def _on_run_folder_read(self, events: tuple) -> None:
+        start, best, end = events
+        if start is None or best is None:
+            self.summary_label.setText("That run finished no epoch, so it has no results.")
             return
-        names = list(self._class_names) or [str(i) for i in range(len(best.per_class_accuracy))]
-        self.table.setRowCount(len(best.per_class_accuracy))
-        for row, accuracy in enumerate(best.per_class_accuracy):
-            support = sum(best.confusion[row]) if row < len(best.confusion) else 0
-            cells = (names[row] if row < len(names) else str(row), f"{100 * accuracy:.1f}%",
-                     str(support))
-            for column, text in enumerate(cells):
-                self.table.setItem(row, column, QTableWidgetItem(text))
+        self.show_run_start(start)
+        self.show_epoch_end(best)
+        if end is not None:
+            self.show_run_end(end)
+
+    def _on_cell_clicked(self, true_index: int, predicted_index: int) -> None:
+        names = self._class_names
+        if max(true_index, predicted_index) < len(names):
+            self.analysis.show_cell(names[true_index], names[predicted_index])
 
     def _build_layout(self) -> None:
         buttons = QHBoxLayout()
         buttons.addWidget(self.export_button)
+        buttons.addWidget(self.export_onnx_button)
         buttons.addWidget(self.open_folder_button)
         buttons.addStretch(1)
+        figures = QSplitter(Qt.Orientation.Vertical, self)
+        figures.addWidget(self.confusion_view)
+        figures.addWidget(self.table)
+        figures.setStretchFactor(0, 3)
+        figures.setStretchFactor(1, 2)
         splitter = QSplitter(self)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.confusion_view)
-        splitter.setStretchFactor(1, 2)
+        splitter.addWidget(figures)
+        splitter.addWidget(self.analysis)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary_label)
         layout.addWidget(splitter, 1)

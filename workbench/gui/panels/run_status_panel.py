@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import time
 
-from PySide6.QtWidgets import QFormLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from workbench.core.devices.throttle_detector import ThrottleWatch, ThroughputSample
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
 from workbench.core.training.bottleneck import WARMUP_STEPS, BottleneckMonitor
+from workbench.gui.widgets.elided_label import ElidedLabel
 
 LABEL_INTERVAL_S = 0.25
 DIAGNOSIS_INTERVAL_S = 3.0
@@ -39,7 +41,9 @@ class RunStatusPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state_label = QLabel("Idle", self)
+        # One line whatever it holds (a failed run's error can be thousands of characters): the
+        # whole text is in the tooltip and the log, never in the window's width.
+        self.state_label = ElidedLabel("Idle", self)
         self.state_label.setObjectName("runState")
         font = self.state_label.font()
         font.setBold(True)
@@ -51,14 +55,13 @@ class RunStatusPanel(QWidget):
             bar.setValue(0)
         self.epoch_bar.setFormat("Epoch")
         self.step_bar.setFormat("Step")
-        self.eta_label = QLabel("\u2014", self)
-        self.speed_label = QLabel("\u2014", self)
-        self.device_label = QLabel("\u2014", self)
-        self.device_label.setWordWrap(True)
-        self.sensors_label = QLabel("n/a", self)
+        self.eta_label = ElidedLabel("\u2014", self)
+        self.speed_label = ElidedLabel("\u2014", self)
+        self.device_label = ElidedLabel("\u2014", self)
+        self.sensors_label = ElidedLabel("n/a", self)
         self.bottleneck_label = QLabel("\u2014", self)
         self.bottleneck_label.setObjectName("bottleneck")
-        self.bottleneck_label.setWordWrap(True)
+        self.bottleneck_label.setWordWrap(True)  # the advice is read whole; it wraps instead
         self.throttle_label = QLabel("\u2014", self)
         self.throttle_label.setObjectName("throttling")
         self.throttle_label.setWordWrap(True)
@@ -66,18 +69,11 @@ class RunStatusPanel(QWidget):
         self.diagnosis_interval_s = DIAGNOSIS_INTERVAL_S
         self._bottleneck = BottleneckMonitor()
         self._last_diagnosis = -math.inf
-        form = QFormLayout()
-        form.addRow("Epoch", self.epoch_bar)
-        form.addRow("Step", self.step_bar)
-        form.addRow("Time left", self.eta_label)
-        form.addRow("Speed", self.speed_label)
-        form.addRow("Device", self.device_label)
-        form.addRow("GPU", self.sensors_label)
-        form.addRow("Bottleneck", self.bottleneck_label)
-        form.addRow("Throttling", self.throttle_label)
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.setSpacing(4)
         layout.addWidget(self.state_label)
-        layout.addLayout(form)
+        layout.addLayout(self._figures_grid())
         self._start: RunStart | None = None
         self._started_at = 0.0
         self._first_step_at: float | None = None
@@ -85,9 +81,34 @@ class RunStatusPanel(QWidget):
         self._last_label_update = 0.0
         self._last_percent = {id(self.epoch_bar): -1, id(self.step_bar): -1}
 
+    def _figures_grid(self) -> QGridLayout:
+        """Two figures a row, so the panel leaves the plots most of the height; the bottleneck
+        advice spans the row below them."""
+        grid = QGridLayout()
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(8)
+        grid.setVerticalSpacing(3)
+        rows = ((("Epoch", self.epoch_bar), ("Step", self.step_bar)),
+                (("Time left", self.eta_label), ("Speed", self.speed_label)),
+                (("Device", self.device_label), ("GPU", self.sensors_label)))
+        for row, pairs in enumerate(rows):
+            for pair, (name, widget) in enumerate(pairs):
+                grid.addWidget(QLabel(name, self), row, 2 * pair)
+                grid.addWidget(widget, row, 2 * pair + 1)
+        title = QLabel("Bottleneck", self)
+        title.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        grid.addWidget(title, len(rows), 0)
+        grid.addWidget(self.bottleneck_label, len(rows), 1, 1, 3)
+        grid.addWidget(QLabel("Throttling", self), len(rows) + 1, 0)
+        grid.addWidget(self.throttle_label, len(rows) + 1, 1, 1, 3)
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+        return grid
+
     # ------------------------------------------------------------------ public API
     def set_state(self, text: str) -> None:
-        """The one-word state above the bars ('Starting…', 'Training', 'Paused', ...)."""
+        """The state above the bars ('Starting…', 'Training', 'Paused', ...), on one line; a
+        longer text is cut there and shown whole in the tooltip."""
         self.state_label.setText(text)
 
     def set_run_config(self, config: TrainConfig | None) -> None:

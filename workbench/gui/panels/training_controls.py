@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+
+from workbench.gui.widgets.elided_label import ElidedLabel
 
 
 class TrainingControls(QWidget):
@@ -14,10 +16,11 @@ class TrainingControls(QWidget):
         self.start_button.setObjectName("startButton")
         self.pause_button = QPushButton("Pause", self)
         self.stop_button = QPushButton("Stop", self)
-        self.problem_label = QLabel("", self)
+        # One line beside the buttons, however long the problem (a path can be); the tooltip
+        # lists every problem.
+        self.problem_label = ElidedLabel("", self)
         self.problem_label.setObjectName("startProblems")
         self.problem_label.setProperty("role", "error")
-        self.problem_label.setWordWrap(True)
         self.problem_label.setStyleSheet("color: #c62828;")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -35,7 +38,9 @@ class TrainingControls(QWidget):
         self.pause_button.setText("Resume" if paused else "Pause")
         self.stop_button.setEnabled(running and not stopping)
         if problems and not running:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            others = len(problems) - 1
+            more = (f" (and {others} more problem{'s' if others > 1 else ''})" if others
+                    else "")
             self.problem_label.setText(f"Cannot start: {problems[0]}{more}")
             self.problem_label.setToolTip("\n".join(problems))
         else:

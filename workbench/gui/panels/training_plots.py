@@ -4,12 +4,16 @@ Curves are created once. Events append points to preallocated ring buffers; a ~1
 redraws (``setData``) only the curves whose buffers changed, so a fast run costs the UI thread a
 few appends per step and at most ten small redraws a second. The x axis is in epochs: a step's
 x is ``epoch - 1 + step / steps_in_epoch`` and an epoch's averages sit at ``x = epoch``.
+
+Each plot's legend is written into its title row, after the title, so it never covers curves.
 """
 
 from __future__ import annotations
 
+import html
 import math
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
@@ -17,13 +21,21 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.core.runs.events import EpochEnd, RunStart, StepStats
+from workbench.core.training.bottleneck import INPUT_BOUND_SHARE, WARMUP_STEPS
 from workbench.gui.widgets.ring_buffer import RingBuffer
 
 STEP_CAPACITY = 20_000
 EPOCH_CAPACITY = 2_000
-STARVING_PERCENT = 30.0
+STARVING_PERCENT = 100.0 * INPUT_BOUND_SHARE
+# Recent steps whose waiting share decides the red band: enough to ride out one slow batch.
+STARVING_WINDOW = 20
 MIB = 1024.0**2
 AXIS_COLOUR = "#444444"
+TITLE_SIZE = "9pt"
+TITLE_ROW_HEIGHT = 22
+TITLE_X = 40  # past the left axis's tick labels
+CPU_MEMORY_NOTE = "CPU: no GPU memory"
+MINIMUM_PLOT_HEIGHT = 150  # below this a plot is a stripe, not a chart (DESIGN targets)
 _MEMORY_CURVES = (("memory_allocated", "allocated"), ("memory_reserved", "reserved"),
                   ("memory_peak", "peak"), ("process_rss", "process RSS"))
 
@@ -34,19 +46,35 @@ class _Curve:
     item: pg.PlotDataItem
 
 
+@dataclass
+class _Title:
+    """A plot's title and the legend entries written after it (glyph, colour, label)."""
+
+    text: str
+    item: pg.TextItem
+    entries: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def html(self) -> str:
+        legend = "&nbsp;&nbsp;".join(
+            f'<span style="color:{colour}">{glyph}</span>&nbsp;{html.escape(label)}'
+            for glyph, colour, label in self.entries)
+        return f"<b>{html.escape(self.text)}</b>&nbsp;&nbsp;&nbsp;{legend}"
+
+
 class TrainingPlots(QWidget):
     """Five plots fed by ``add_step`` / ``add_epoch``; ``reset`` before each run."""
 
     def __init__(self, parent: QWidget | None = None, refresh_ms: int = 100) -> None:
         super().__init__(parent)
         self._curves: dict[str, _Curve] = {}
+        self._titles: dict[int, _Title] = {}
         self._canvas = pg.GraphicsLayoutWidget(self)
         self._canvas.setBackground("w")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._canvas)
         self.loss_plot = self._new_plot("Loss", "loss", 0, 0)
-        self.accuracy_plot = self._new_plot("Accuracy", "%", 0, 1, legend_offset=(-10, -10))
+        self.accuracy_plot = self._new_plot("Accuracy", "%", 0, 1)
         self.memory_plot = self._new_plot("Memory", "MiB", 1, 0)
         self.throughput_plot = self._new_plot("Throughput", "images/s", 1, 1)
         self.data_wait_plot = self._new_plot("Time waiting for data", "% of step", 2, 0, colspan=2)
@@ -54,9 +82,13 @@ class TrainingPlots(QWidget):
         self._make_accuracy_curves()
         self._make_memory_curves()
         self._make_throughput_and_wait_curves()
+        for plot in self._plots():
+            self._update_title(plot)
         for column in (0, 1):
             self._canvas.ci.layout.setColumnStretchFactor(column, 1)
+        self._canvas.setMinimumHeight(3 * MINIMUM_PLOT_HEIGHT)
         self._show_memory_curves(gpu=False)
+        self._recent_wait: deque[tuple[float, float]] = deque(maxlen=STARVING_WINDOW)
         self._redraws = 0
         self._timer = QTimer(self)
         self._timer.setInterval(refresh_ms)
@@ -71,30 +103,31 @@ class TrainingPlots(QWidget):
         for curve in self._curves.values():
             curve.buffer.clear()
         self.total_memory_line.hide()
-        self.memory_note.hide()
+        self._recent_wait.clear()
+        self._update_starving()
         for plot in self._plots():
             plot.enableAutoRange(axis="x", enable=True)
         self.flush()
 
     def set_run_start(self, event: RunStart) -> None:
-        """Fix the x axis to the run's epochs; show the card's total memory, or say that a CPU
-        run has no GPU memory figures."""
+        """Fix the x axis to the run's epochs (from 0 when earlier epochs are drawn already);
+        show the card's total memory, or say that a CPU run has no GPU memory figures."""
+        # A resumed run's earlier epochs, drawn before it started, stay in view.
+        first = 0 if any(len(curve.buffer) for curve in self._curves.values()) \
+            else event.start_epoch
         for plot in self._plots():
             # A fixed x range shows how far the run has come, and saves re-laying out the
             # x axis on every point.
             plot.enableAutoRange(axis="x", enable=False)
-            plot.setXRange(event.start_epoch, max(event.epochs, event.start_epoch + 1),
-                           padding=0.02)
+            plot.setXRange(first, max(event.epochs, event.start_epoch + 1), padding=0.02)
         if event.memory_total:
             mib = event.memory_total / MIB
             self.total_memory_line.setValue(mib)
             self.total_memory_line.label.setFormat(f"card total {mib / 1024:.1f} GiB")
             self.total_memory_line.show()
-            self.memory_note.hide()
             self._show_memory_curves(gpu=True)
         else:
             self.total_memory_line.hide()
-            self.memory_note.show()
             self._show_memory_curves(gpu=False)
 
     def add_step(self, event: StepStats) -> None:
@@ -106,6 +139,8 @@ class TrainingPlots(QWidget):
         self._append("accuracy_smoothed", x, 100.0 * event.accuracy_smoothed)
         self._append("throughput", x, event.images_per_second)
         self._append("data_wait", x, 100.0 * event.data_wait_fraction)
+        if event.step > WARMUP_STEPS:  # loader start-up is not starvation
+            self._recent_wait.append((event.data_wait_s, event.compute_s))
         for name, value in (("memory_allocated", event.memory_allocated),
                             ("memory_reserved", event.memory_reserved),
                             ("memory_peak", event.memory_peak)):
@@ -134,6 +169,12 @@ class TrainingPlots(QWidget):
         return 0 if xs is None else len(xs)
 
     @property
+    def starving(self) -> bool:
+        """Whether the plot shows the red band: the recent steps waited at least
+        ``STARVING_PERCENT`` of their time for data (the bottleneck's input-bound share)."""
+        return self.starving_band.isVisible()
+
+    @property
     def redraw_count(self) -> int:
         """How many times the timer has called ``setData`` on some curve."""
         return self._redraws
@@ -146,26 +187,55 @@ class TrainingPlots(QWidget):
         super().showEvent(event)
         self._update_curves(force=True)  # catch up on what arrived while hidden
 
+    def plot_items(self) -> tuple[pg.PlotItem, ...]:
+        """The five plots: loss, accuracy, memory, throughput, time waiting for data."""
+        return self._plots()
+
     # ------------------------------------------------------------------ refreshes
     def _update_curves(self, force: bool = False) -> None:
         if not force and not self.isVisible():
             return  # buffers keep their changed flags; showEvent redraws
+        self._update_starving()
         for curve in self._curves.values():
             if curve.buffer.changed:
                 curve.buffer.changed = False
                 curve.item.setData(*curve.buffer.data())
                 self._redraws += 1
 
+    def _update_starving(self) -> None:
+        """Red band and words only while the recent steps wait too long for data."""
+        wait = sum(w for w, _ in self._recent_wait)
+        total = wait + sum(c for _, c in self._recent_wait)
+        starving = total > 0 and 100.0 * wait / total >= STARVING_PERCENT
+        if starving != self.starving_band.isVisible():
+            self.starving_band.setVisible(starving)
+            self.starving_label.setVisible(starving)
+
     def _show_memory_curves(self, gpu: bool) -> None:
-        """GPU runs draw allocator figures; CPU runs draw the process's resident memory."""
-        legend = self.memory_plot.legend
+        """GPU runs draw allocator figures; CPU runs draw the process's resident memory, and
+        say why there is no GPU memory."""
+        title = self._titles[id(self.memory_plot)]
+        title.entries = []
         for name, label in _MEMORY_CURVES:
             item = self._curves[name].item
             wanted = gpu != (name == "process_rss")
             item.setVisible(wanted)
-            legend.removeItem(item)
             if wanted:
-                legend.addItem(item, label)
+                title.entries.append(_legend_entry(item, label))
+        if not gpu:
+            title.entries.append(("", AXIS_COLOUR, f"({CPU_MEMORY_NOTE})"))
+        self._update_title(self.memory_plot)
+
+    def memory_title(self) -> str:
+        """The memory plot's title row as plain text (title, legend and note)."""
+        title = self._titles[id(self.memory_plot)]
+        return " ".join([title.text, *(f"{glyph} {label}".strip()
+                                       for glyph, _, label in title.entries)])
+
+    def _update_title(self, plot: pg.PlotItem) -> None:
+        title = self._titles[id(plot)]
+        title.item.setHtml(f'<span style="color:{AXIS_COLOUR}; font-size:{TITLE_SIZE}">'
+                           f"{title.html()}</span>")
 
     # ------------------------------------------------------------------ construction
     def _plots(self) -> tuple[pg.PlotItem, ...]:
@@ -175,45 +245,54 @@ class TrainingPlots(QWidget):
     def _append(self, name: str, x: float, y: float) -> None:
         self._curves[name].buffer.append(x, y if y is not None else math.nan)
 
-    def _new_plot(self, title: str, y_label: str, row: int, col: int, colspan: int = 1,
-                  legend_offset: tuple[int, int] = (-10, 10)) -> pg.PlotItem:
-        plot = self._canvas.addPlot(row=row, col=col, colspan=colspan, title=title)
+    def _new_plot(self, title: str, y_label: str, row: int, col: int,
+                  colspan: int = 1) -> pg.PlotItem:
+        plot = self._canvas.addPlot(row=row, col=col, colspan=colspan)
+        # The title is drawn in the plot's (empty) title row rather than laid out in it: a
+        # laid-out title as long as its legend would take width from the plot beside it.
+        item = pg.TextItem(anchor=(0, 0))
+        item.setParentItem(plot)
+        item.setPos(TITLE_X, 0)
+        self._titles[id(plot)] = _Title(title, item)
+        plot.layout.setRowFixedHeight(0, TITLE_ROW_HEIGHT)
         plot.setLabel("left", y_label)
         plot.setLabel("bottom", "epoch")
         plot.setDownsampling(auto=True, mode="peak")
         plot.setClipToView(True)
-        plot.addLegend(offset=legend_offset, labelTextColor=AXIS_COLOUR)
         for axis in ("left", "bottom"):
             plot.getAxis(axis).setPen(AXIS_COLOUR)
             plot.getAxis(axis).setTextPen(AXIS_COLOUR)
             # Relabelling an axis on every range change (SI prefixes) costs a layout pass.
             plot.getAxis(axis).enableAutoSIPrefix(False)
-        plot.titleLabel.setText(title, color=AXIS_COLOUR)
+        plot.setMinimumHeight(MINIMUM_PLOT_HEIGHT)
         return plot
 
     def _add_curve(self, plot: pg.PlotItem, name: str, label: str, pen: object,
-                   capacity: int = STEP_CAPACITY, symbol: str | None = None) -> None:
-        item = plot.plot(name=label, pen=pen, symbol=symbol, symbolSize=7,
+                   capacity: int = STEP_CAPACITY, symbol: str | None = None,
+                   legend: bool = True) -> None:
+        item = plot.plot(pen=pen, symbol=symbol, symbolSize=7,
                          symbolBrush=pg.mkPen(pen).color() if symbol else None,
                          symbolPen=None, connect="finite")
         self._curves[name] = _Curve(RingBuffer(capacity), item)
+        if legend:
+            self._titles[id(plot)].entries.append(_legend_entry(item, label))
 
     def _make_loss_curves(self) -> None:
         plot = self.loss_plot
         self._add_curve(plot, "loss_raw", "step", pg.mkPen((31, 119, 180, 60), width=1))
-        self._add_curve(plot, "loss_smoothed", "step, smoothed", pg.mkPen("#1f77b4", width=2))
-        self._add_curve(plot, "loss_train_epoch", "train (epoch)", pg.mkPen("#ff7f0e", width=2),
+        self._add_curve(plot, "loss_smoothed", "smoothed", pg.mkPen("#1f77b4", width=2))
+        self._add_curve(plot, "loss_train_epoch", "train", pg.mkPen("#ff7f0e", width=2),
                         EPOCH_CAPACITY, "o")
-        self._add_curve(plot, "loss_val_epoch", "val (epoch)", pg.mkPen("#2ca02c", width=2),
+        self._add_curve(plot, "loss_val_epoch", "val", pg.mkPen("#2ca02c", width=2),
                         EPOCH_CAPACITY, "s")
 
     def _make_accuracy_curves(self) -> None:
         plot = self.accuracy_plot
-        self._add_curve(plot, "accuracy_smoothed", "step, smoothed",
+        self._add_curve(plot, "accuracy_smoothed", "smoothed",
                         pg.mkPen((31, 119, 180, 140), width=1))
-        self._add_curve(plot, "accuracy_train_epoch", "train (epoch)",
+        self._add_curve(plot, "accuracy_train_epoch", "train",
                         pg.mkPen("#ff7f0e", width=2), EPOCH_CAPACITY, "o")
-        self._add_curve(plot, "accuracy_val_epoch", "val (epoch)",
+        self._add_curve(plot, "accuracy_val_epoch", "val",
                         pg.mkPen("#2ca02c", width=2), EPOCH_CAPACITY, "s")
 
     def _make_memory_curves(self) -> None:
@@ -229,27 +308,42 @@ class TrainingPlots(QWidget):
         )
         plot.addItem(self.total_memory_line, ignoreBounds=False)
         self.total_memory_line.hide()
-        # Kept inside the plot (a long title would force the plot column wider), in two short
-        # lines that leave room for the legend in the top-right corner.
-        self.memory_note = pg.TextItem("CPU run: GPU memory not applicable\n"
-                                       "(process RSS shown)", color=AXIS_COLOUR, anchor=(0, 0))
-        self.memory_note.setParentItem(plot.getViewBox())
-        self.memory_note.setPos(6, 4)
-        self.memory_note.hide()
 
     def _make_throughput_and_wait_curves(self) -> None:
+        # One curve each: the title says what it is, a legend would only repeat it.
         self._add_curve(self.throughput_plot, "throughput", "images/s",
-                        pg.mkPen("#17becf", width=2))
+                        pg.mkPen("#17becf", width=2), legend=False)
         plot = self.data_wait_plot
-        band = pg.LinearRegionItem(values=(STARVING_PERCENT, 100.0), orientation="horizontal",
-                                   movable=False, brush=pg.mkBrush(214, 39, 40, 40),
-                                   pen=pg.mkPen(None))
-        plot.addItem(band, ignoreBounds=True)
+        self.starving_band = pg.LinearRegionItem(
+            values=(STARVING_PERCENT, 100.0), orientation="horizontal", movable=False,
+            brush=pg.mkBrush(214, 39, 40, 40), pen=pg.mkPen(None))
+        plot.addItem(self.starving_band, ignoreBounds=True)
         self.starving_label = pg.TextItem("input pipeline is starving the device",
                                           color="#b71c1c", anchor=(0, 0))
         self.starving_label.setParentItem(plot.getViewBox())
         self.starving_label.setPos(6, 4)
-        self._add_curve(plot, "data_wait", "waiting for data", pg.mkPen("#8c564b", width=2))
+        self.starving_band.hide()  # until steps show it (see _update_starving)
+        self.starving_label.hide()
+        self._add_curve(plot, "data_wait", "waiting for data", pg.mkPen("#8c564b", width=2),
+                        legend=False)
         plot.setYRange(0, 100, padding=0)
         plot.enableAutoRange(axis="y", enable=False)
         plot.setMouseEnabled(y=False)
+
+
+def _legend_entry(item: pg.PlotDataItem, label: str) -> tuple[str, str, str]:
+    """(glyph, colour, label) drawing ``item`` in a title: its marker, or a line."""
+    opts = item.opts
+    colour = pg.mkPen(opts["pen"]).color()
+    if opts.get("symbol") == "o":
+        glyph = "\u25cf"
+    elif opts.get("symbol") == "s":
+        glyph = "\u25a0"
+    elif pg.mkPen(opts["pen"]).style() != Qt.PenStyle.SolidLine:
+        glyph = "\u2504"
+    else:
+        glyph = "\u25ac"
+    # A faint curve is drawn over white: its swatch is that blend, made a little stronger.
+    alpha = max(colour.alphaF(), 0.45)
+    blend = [round(255 - alpha * (255 - c)) for c in (colour.red(), colour.green(), colour.blue())]
+    return glyph, "#{:02x}{:02x}{:02x}".format(*blend), label

@@ -1,15 +1,15 @@
 """A confusion matrix drawn as a heat map, with the count in every cell and the class names.
 
 Rows are true classes, columns predicted classes; a cell's colour is its share of the row, so a
-rare class's mistakes are as visible as a common one's.
+rare class's mistakes are as visible as a common one's. Clicking a cell emits ``cell_clicked``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPaintEvent
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QMouseEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 _LOW = QColor("#f7fbff")
@@ -26,7 +26,13 @@ def _blend(share: float) -> QColor:
 
 
 class ConfusionMatrixView(QWidget):
-    """Paints ``set_matrix(confusion, class_names)``; empty until then."""
+    """Paints ``set_matrix(confusion, class_names)``; empty until then.
+
+    Signals:
+        cell_clicked(int, int): the (true class, predicted class) indices of a clicked cell.
+    """
+
+    cell_clicked = Signal(int, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -55,6 +61,43 @@ class ConfusionMatrixView(QWidget):
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(420, 360)
 
+    def cell_rect(self, row: int, column: int) -> QRectF:
+        """Where cell (true ``row``, predicted ``column``) is drawn; empty if there is none."""
+        n = len(self._matrix)
+        if not (0 <= row < n and 0 <= column < n):
+            return QRectF()
+        left, top, cell = self._grid()
+        return QRectF(left + column * cell, top + row * cell, cell, cell)
+
+    def cell_at(self, point: QPointF) -> tuple[int, int] | None:
+        """The (true, predicted) indices of the cell under ``point``, or None."""
+        n = len(self._matrix)
+        if not n:
+            return None
+        left, top, cell = self._grid()
+        column = int((point.x() - left) // cell)
+        row = int((point.y() - top) // cell)
+        return (row, column) if 0 <= row < n and 0 <= column < n else None
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        hit = self.cell_at(event.position())
+        if hit is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.cell_clicked.emit(*hit)
+        super().mousePressEvent(event)
+
+    def _label_width(self, metrics: QFontMetrics) -> float:
+        return min(max(metrics.horizontalAdvance(name) for name in self._names) + 12,
+                   self.width() // 3)
+
+    def _grid(self) -> tuple[float, float, float]:
+        """(left, top, cell size) of the matrix in this widget's current size."""
+        metrics = QFontMetrics(self.font())
+        n = len(self._matrix)
+        top = metrics.height() * 2 + 8
+        left = self._label_width(metrics) + metrics.height() + 8
+        cell = max(4.0, min((self.width() - left - 8) / n, (self.height() - top - 8) / n))
+        return left, top, cell
+
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
@@ -64,11 +107,8 @@ class ConfusionMatrixView(QWidget):
             return
         metrics = QFontMetrics(self.font())
         n = len(self._matrix)
-        label_w = min(max(metrics.horizontalAdvance(name) for name in self._names) + 12,
-                      self.width() // 3)
-        top = metrics.height() * 2 + 8
-        left = label_w + metrics.height() + 8
-        cell = max(4.0, min((self.width() - left - 8) / n, (self.height() - top - 8) / n))
+        label_w = self._label_width(metrics)
+        left, top, cell = self._grid()
         self._draw_titles(painter, metrics, left, top, cell * n)
         for i, row in enumerate(self._matrix):
             total = sum(row)

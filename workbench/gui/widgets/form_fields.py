@@ -8,12 +8,14 @@ problems from ``TrainConfig.validate()``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QValidator
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QValidator, QWheelEvent
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -28,6 +30,45 @@ from PySide6.QtWidgets import (
 
 INT_MIN = -(2**31) + 1
 INT_MAX = 2**31 - 1
+
+
+class WheelGuard(QObject):
+    """Lets the wheel edit a spin box or combo box only while it has keyboard focus.
+
+    Without focus the wheel scrolls the enclosing scroll area instead, so scrolling down a long
+    form over its fields never changes a value on the way.
+    """
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget):
+            return False
+        if watched.hasFocus():
+            return False
+        area = _scroll_area_of(watched)
+        if area is not None:
+            assert isinstance(event, QWheelEvent)
+            viewport = area.viewport()
+            position = viewport.mapFromGlobal(event.globalPosition().toPoint())
+            forwarded = QWheelEvent(position.toPointF(), event.globalPosition(),
+                                    event.pixelDelta(), event.angleDelta(), event.buttons(),
+                                    event.modifiers(), event.phase(), event.inverted(),
+                                    event.source())
+            QApplication.sendEvent(viewport, forwarded)
+        event.ignore()
+        return True
+
+
+def guard_wheel(widget: QWidget) -> None:
+    """Make ``widget`` take focus by click or Tab only, and take wheel events only with focus."""
+    widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+    widget.installEventFilter(WheelGuard(widget))
+
+
+def _scroll_area_of(widget: QWidget) -> QAbstractScrollArea | None:
+    parent = widget.parentWidget()
+    while parent is not None and not isinstance(parent, QAbstractScrollArea):
+        parent = parent.parentWidget()
+    return parent
 
 
 class ScientificSpinBox(QDoubleSpinBox):
@@ -95,24 +136,36 @@ class Binding(QObject):
 
 
 class ComboBinding(Binding):
-    """A choice field; a value the combo does not list (from a hand-edited file) is added."""
+    """A choice field showing each value's human label; the value rides along as item data.
 
-    def __init__(self, field: str, options: Sequence[str], parent: QWidget | None = None) -> None:
+    A value the combo does not list (from a hand-edited file) is added under its own name, so
+    the form can show it and flag it.
+    """
+
+    def __init__(self, field: str, choices: Mapping[str, str],
+                 parent: QWidget | None = None) -> None:
         combo = QComboBox(parent)
-        combo.addItems(list(options))
+        for value, label in choices.items():
+            combo.addItem(label, value)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setMinimumContentsLength(12)  # long labels elide instead of widening the form
+        guard_wheel(combo)
         super().__init__(field, combo)
         self.combo = combo
-        combo.currentTextChanged.connect(self._emit_edited)
+        combo.currentIndexChanged.connect(self._emit_edited)
 
     def value(self) -> str:
-        return self.combo.currentText()
+        data = self.combo.currentData()
+        return str(data) if data is not None else self.combo.currentText()
 
     def set_value(self, value: Any) -> None:
         text = str(value)
         self.combo.blockSignals(True)
-        if self.combo.findText(text) < 0:
-            self.combo.addItem(text)
-        self.combo.setCurrentText(text)
+        index = self.combo.findData(text)
+        if index < 0:
+            self.combo.addItem(text, text)
+            index = self.combo.count() - 1
+        self.combo.setCurrentIndex(index)
         self.combo.blockSignals(False)
 
 
@@ -124,6 +177,7 @@ class IntBinding(Binding):
         spin = QSpinBox(parent)
         spin.setRange(minimum, maximum)
         spin.setAccelerated(True)
+        guard_wheel(spin)
         super().__init__(field, spin)
         self.spin = spin
         spin.valueChanged.connect(self._emit_edited)
@@ -149,6 +203,7 @@ class FloatBinding(Binding):
             spin.setDecimals(decimals)
             spin.setRange(-1e6, 1e6)
             spin.setSingleStep(step)
+        guard_wheel(spin)
         super().__init__(field, spin)
         self.spin = spin
         spin.valueChanged.connect(self._emit_edited)
@@ -212,6 +267,7 @@ class FieldRow(QWidget):
     def __init__(self, binding: Binding, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.binding = binding
+        self._help = ""
         self.error_label = QLabel(self)
         self.error_label.setObjectName("fieldError")
         self.error_label.setProperty("role", "error")
@@ -232,10 +288,24 @@ class FieldRow(QWidget):
         self.error_label.setText(text)
         self.error_label.setVisible(bool(problems))
         self.binding.widget.setProperty("invalid", bool(problems))
-        self.binding.widget.setToolTip(text)
+        self._update_tooltip()
         style = self.binding.widget.style()
         style.unpolish(self.binding.widget)
         style.polish(self.binding.widget)
+
+    def set_help(self, text: str) -> None:
+        """The field's help (what it does, unit, values, default), shown as its tooltip."""
+        self._help = text
+        self._update_tooltip()
+
+    def help_text(self) -> str:
+        """The help set by ``set_help``."""
+        return self._help
+
+    def _update_tooltip(self) -> None:
+        problems = self.error_label.text() if not self.error_label.isHidden() else ""
+        tooltip = "\n\n".join(part for part in (problems, self._help) if part)
+        self.binding.widget.setToolTip(tooltip)
 
     def problems_text(self) -> str:
         """The messages shown, '' when none."""

@@ -6,6 +6,10 @@ rows it paints. Requests wait in a bounded last-in-first-out queue, so after a f
 rows now on screen are decoded first and rows scrolled past are forgotten (the view asks again
 if they come back). At most a few decodes are in the pool at once; results are kept in an LRU
 cache of pixmaps.
+
+A dataset's training and validation images are shown one split at a time, of every class or
+of one: the model filters its own rows (a NumPy mask over the labels, then one reset), so the
+view and its widgets stay as they are and thumbnails already decoded stay cached.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from PySide6.QtWidgets import QListView, QWidget
 from workbench.gui.widgets.image_conversion import numpy_to_qimage
 from workbench.gui.workers.pool_tasks import FunctionTask
 
+TRAIN = "train"
+VAL = "val"
+ALL_CLASSES = -1
 THUMBNAIL_SIZE = 112
 CACHE_SIZE = 2000
 MAX_QUEUED = 256
@@ -116,6 +123,9 @@ class ThumbnailModel(QAbstractListModel):
         self._cache_size = cache_size
         self._max_in_flight = max_in_flight or max(1, self._pool.maxThreadCount() - 1)
         self._paths: list[str] = []
+        # The dataset's images per split: paths and labels (set_dataset), and the filter shown.
+        self._splits: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._filter = (TRAIN, ALL_CLASSES)
         self._cache: OrderedDict[str, QPixmap] = OrderedDict()
         self._queued: deque[tuple[int, str]] = deque()
         self._queued_paths: set[str] = set()
@@ -136,6 +146,36 @@ class ThumbnailModel(QAbstractListModel):
         self._queued.clear()
         self._queued_paths.clear()
         self.endResetModel()
+
+    def set_dataset(self, train: Sequence[tuple[str, int]],
+                    val: Sequence[tuple[str, int]]) -> None:
+        """A dataset's (path, class index) samples; the current filter picks what is shown."""
+        self._splits = {
+            split: ([path for path, _ in samples],
+                    np.fromiter((label for _, label in samples), dtype=np.int64,
+                                count=len(samples)))
+            for split, samples in ((TRAIN, train), (VAL, val))
+        }
+        self._update_filtered_paths()
+
+    def set_filter(self, split: str = TRAIN, label: int = ALL_CLASSES) -> None:
+        """Show the ``split`` images ("train" or "val") of class ``label`` (-1: every class)."""
+        if split not in (TRAIN, VAL):
+            raise ValueError(f"split must be '{TRAIN}' or '{VAL}' (got {split!r})")
+        self._filter = (split, label)
+        self._update_filtered_paths()
+
+    def current_filter(self) -> tuple[str, int]:
+        """(split, class index or -1) shown."""
+        return self._filter
+
+    def _update_filtered_paths(self) -> None:
+        split, label = self._filter
+        paths, labels = self._splits.get(split, ([], np.zeros(0, dtype=np.int64)))
+        if label == ALL_CLASSES:
+            self.set_paths(paths)
+        else:
+            self.set_paths([paths[i] for i in np.flatnonzero(labels == label)])
 
     def paths(self) -> list[str]:
         """The images shown, in order."""
@@ -264,6 +304,18 @@ class ThumbnailBrowser(QListView):
     def set_paths(self, paths: Sequence[str]) -> None:
         """Show these images (nothing is decoded until a row is painted)."""
         self.thumbnail_model.set_paths(paths)
+
+    def set_dataset(self, train: Sequence[tuple[str, int]],
+                    val: Sequence[tuple[str, int]]) -> None:
+        """Show a dataset's images through ``set_filter`` (the training split of every class
+        until it is changed)."""
+        self.thumbnail_model.set_dataset(train, val)
+        self.scrollToTop()
+
+    def set_filter(self, split: str = TRAIN, label: int = ALL_CLASSES) -> None:
+        """Show one split ("train" or "val") of one class (-1: every class); see the model."""
+        self.thumbnail_model.set_filter(split, label)
+        self.scrollToTop()
 
     def select_row(self, row: int) -> None:
         """Make ``row`` the current, selected image and scroll to it."""

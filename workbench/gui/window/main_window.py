@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QLabel,
     QMainWindow,
     QMessageBox,
     QWidget,
@@ -25,19 +24,34 @@ from PySide6.QtWidgets import (
 
 from workbench.core.runs.config import ConfigError, TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
+from workbench.core.runs.run_history import read_run_history
 from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.device_panel import DevicePanel
+from workbench.gui.panels.first_run_panel import FirstRunPanel
 from workbench.gui.panels.log_panel import LogPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
+from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
+from workbench.gui.widgets.elided_label import ElidedLabel
+from workbench.gui.window.after_training_tabs import AfterTrainingTabs
+from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
-from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
+from workbench.gui.window.settings_store import (
+    SettingsStore,
+    fields_set_in_config_file,
+    load_config_file,
+    save_config_file,
+)
+from workbench.gui.window.training_menu import TrainingMenu
+from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.workers.training_worker import TrainingController
+
+DEVICE_STATUS_WIDTH = 700  # of the status bar; the rest is for its messages
 
 if TYPE_CHECKING:  # both import pyqtgraph; see build_plot_panels
     from workbench.gui.panels.dataset_panel import DatasetPanel
@@ -57,7 +71,6 @@ class MainWindow(QMainWindow):
                  build_now: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle("Workbench")
-        self.resize(1500, 950)
         self.ask_before_closing_during_training = True
         self.close_timeout_s = 60.0
         self.last_error = ""
@@ -74,8 +87,13 @@ class MainWindow(QMainWindow):
         self.status_panel = RunStatusPanel()
         self.log_panel = LogPanel()
         self.results_panel = ResultsPanel()
-        self.device_status = QLabel("Detecting devices\u2026")
+        self.device_status = ElidedLabel("Detecting devices\u2026")
+        self.device_status.preferred_width = DEVICE_STATUS_WIDTH
+        self.download_bar = DownloadProgressBar()
         self.file_menu = FileMenu(self)
+        self.training_menu = TrainingMenu(self, self.controls)
+        self.help_menu = HelpMenu(self, self.device_panel.choice_text)
+        self.first_run_panel = FirstRunPanel()
         self.run_follow = RunFollowController(self)
         layout = build_main_layout(
             preview_panel=self.preview_panel, device_panel=self.device_panel,
@@ -87,9 +105,12 @@ class MainWindow(QMainWindow):
         self.dataset_placeholder = layout.dataset_placeholder
         self.plots_page = layout.plots_page
         self.plots_placeholder = layout.plots_placeholder
+        self.dataset_page.layout().insertWidget(0, self.first_run_panel)
         self.setCentralWidget(layout.central)
+        self.statusBar().addPermanentWidget(self.download_bar)
         self.statusBar().addPermanentWidget(self.device_status)
-        self.training_tab.insertWidget(0, self.run_follow.banner)
+        self.training_tab.layout().insertWidget(0, self.run_follow.banner)
+        self.after_training = AfterTrainingTabs(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
@@ -100,6 +121,7 @@ class MainWindow(QMainWindow):
         self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
         self.device_panel.measurements.probe_requested.connect(self._on_speed_probe_requested)
         self.device_panel.measurements.probe_finished.connect(self._on_speed_probe_finished)
+        self.device_panel.batch_search_not_needed.connect(self._on_batch_search_not_needed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
@@ -107,6 +129,8 @@ class MainWindow(QMainWindow):
         self.controller.step_finished.connect(self._on_step_finished)
         self.controller.epoch_ended.connect(self._on_epoch_ended)
         self.controller.message_logged.connect(self.log_panel.append_message)
+        self.controller.progress_reported.connect(self.download_bar.show_progress)
+        self.download_bar.cancel_requested.connect(self._on_stop_clicked)
         self.controller.run_ended.connect(self._on_run_ended)
         self.controller.errored.connect(self._on_training_errored)
         self.controller.finished.connect(self._on_training_finished)
@@ -118,11 +142,16 @@ class MainWindow(QMainWindow):
         self.run_follow.restarted.connect(self._clear_run_views)
         self.results_panel.export_finished.connect(self._on_export_finished)
         self.results_panel.export_failed.connect(self._on_export_failed)
+        self.first_run_panel.open_folder_requested.connect(self.file_menu.open_folder.trigger)
+        self.first_run_panel.recent_folder_chosen.connect(self.open_folder)
+        self.first_run_panel.demo_dataset_ready.connect(self._on_demo_dataset_ready)
+        self.first_run_panel.demo_dataset_failed.connect(self._on_demo_dataset_failed)
 
         self._restore_settings()
         if build_now:
             self.build_plot_panels()
         self._update_controls()
+        self._update_dataset_page()
 
     def build_plot_panels(self) -> None:
         """Create the dataset panel and the training plots (they import pyqtgraph); once."""
@@ -140,6 +169,7 @@ class MainWindow(QMainWindow):
         self.plots_page.layout().addWidget(self.plots)
         self.dataset_placeholder.hide()
         self.plots_placeholder.hide()
+        self._update_dataset_page()
 
         self.dataset_panel.folder_changed.connect(self._on_folder_changed)
         self.dataset_panel.dataset_scanned.connect(self._on_dataset_scanned)
@@ -187,6 +217,8 @@ class MainWindow(QMainWindow):
         self.run_follow.stop("a run started on this computer; the plots show that run now")
         self.run_follow.hide_banner()
         self._clear_run_views()
+        if config.resume:  # the epochs it continues after stay on the plots
+            self._show_run_history(Path(config.resume).parent)
         self.status_panel.set_state("Starting\u2026 (loading PyTorch, the data and the model)")
         self.log_panel.append_text("info", f"Starting training on {config.data_root}")
         self.controller.start(config)
@@ -211,14 +243,21 @@ class MainWindow(QMainWindow):
         return True
 
     def load_config_from(self, path: str) -> bool:
-        """Load a config file into the form; a problem is shown and False returned."""
+        """Load a config file over the current settings: the fields the file sets change, the
+        others (the data folder too) stay; a problem is shown and False returned."""
         try:
-            config = load_config_file(path)
+            loaded = load_config_file(path)
+            names = fields_set_in_config_file(path)
         except ConfigError as exc:
             self.show_error("Cannot load config", str(exc))
             return False
-        self.apply_config(config)
-        self.log_panel.append_text("info", f"Loaded config {path}")
+        current = self.config_form.config()
+        self.apply_config(current.replace(**{name: getattr(loaded, name) for name in names}))
+        changed = [name for name in names if getattr(loaded, name) != getattr(current, name)]
+        summary = (f"Loaded config {Path(path).name}: it sets {', '.join(names) or 'nothing'}"
+                   f" ({len(changed)} changed); every other setting is kept.")
+        self.log_panel.append_text("info", f"{summary} ({path})")
+        self.statusBar().showMessage(summary, 15_000)
         return True
 
     def resume_from(self, checkpoint: str) -> bool:
@@ -232,6 +271,12 @@ class MainWindow(QMainWindow):
                                              f"beside it ({exc})")
             return False
         self.apply_config(config.replace(resume=str(checkpoint)))
+        self._clear_run_views()
+        done = self._show_run_history(run_dir)
+        self.status_panel.set_state(f"Ready to resume: epochs 1\u2013{done} of this run are "
+                                    f"shown; Start continues with epoch {done + 1}."
+                                    if done else "Ready to resume: Start continues the run.")
+        self.right_tabs.setCurrentWidget(self.training_tab)
         self.log_panel.append_text("info", f"Start continues the run in {run_dir} from "
                                            f"{Path(checkpoint).name}; raise Epochs to train "
                                            "longer than it was set to.")
@@ -281,8 +326,23 @@ class MainWindow(QMainWindow):
         if self.config_form.config().data_root != path:
             self.config_form.update_config(data_root=path)
         self._settings.set_recent_folders(self.recent_folders())
+        self._update_dataset_page()
+
+    def _on_demo_dataset_ready(self, root: str) -> None:
+        """Open the demo dataset with the demo settings, keeping the device and output folder."""
+        from workbench.core.data.demo_data import demo_config
+
+        current = self.config_form.config()
+        config = demo_config(root, output_dir=current.output_dir).replace(device=current.device)
+        self.apply_config(config)
+        self.log_panel.append_text("info", f"Opened the demo dataset in {root} with its "
+                                           "settings; Start trains it.")
+
+    def _on_demo_dataset_failed(self, message: str) -> None:
+        self.show_error("Cannot create the demo dataset", message)
 
     def _on_dataset_scanned(self, scan: object) -> None:
+        self.config_form.set_dataset_split(scan.layout != "flat")  # val_fraction splits "flat"
         self.log_panel.append_text("info", scan.describe())
         for warning in scan.warnings():
             self.log_panel.append_text("warning", warning)
@@ -314,7 +374,9 @@ class MainWindow(QMainWindow):
         self.config_form.update_config(device=name)
         self.device_status.setText(self.device_panel.choice_text())
 
-    def _on_devices_detected(self, _choices: object) -> None:
+    def _on_devices_detected(self, choices: object) -> None:
+        self.config_form.set_cuda_available(
+            any(name.startswith("cuda") for name, _ in choices.devices))
         self.device_status.setText(self.device_panel.choice_text())
         freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
 
@@ -339,6 +401,9 @@ class MainWindow(QMainWindow):
     def _on_batch_search_failed(self, message: str) -> None:
         self.log_panel.append_text("warning", f"Batch size search: {message}")
 
+    def _on_batch_search_not_needed(self, message: str) -> None:
+        self.log_panel.append_text("info", message)
+
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:
         self.start_training()
@@ -358,6 +423,7 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_run_started(self, event: RunStart) -> None:
+        self.download_bar.finish()
         self.status_panel.show_run_start(event)
         self._plots().set_run_start(event)
         self.results_panel.show_run_start(event)
@@ -380,6 +446,7 @@ class MainWindow(QMainWindow):
                     f"accuracy {100 * event.val_accuracy:.1f}%{best}")
 
     def _on_run_ended(self, event: RunEnd) -> None:
+        self.download_bar.finish()
         if self.config_form.config().resume:  # resuming is for that one run; Start starts anew
             self.config_form.update_config(resume="")
         self._plots().flush()
@@ -402,6 +469,21 @@ class MainWindow(QMainWindow):
     def _clear_run_views(self) -> None:
         self._plots().reset()
         self.results_panel.clear()
+
+    def _show_run_history(self, run_dir: Path) -> int:
+        """Draw the finished epochs of ``run_dir`` (read from its metrics.jsonl); returns the
+        last of them, 0 when there is none."""
+        history = read_run_history(run_dir)
+        plots = self._plots()
+        if history.start is not None:
+            plots.set_run_start(history.start)
+        for event in history.events:
+            if isinstance(event, StepStats):
+                plots.add_step(event)
+            else:
+                plots.add_epoch(event)
+        plots.flush()
+        return history.epochs_done
 
     def _on_training_errored(self, message: str) -> None:
         self.log_panel.append_text("error", message)
@@ -437,6 +519,19 @@ class MainWindow(QMainWindow):
         self.log_panel.append_text("error", f"Export failed: {message}")
 
     # ------------------------------------------------------------------ refreshes
+    def _update_dataset_page(self) -> None:
+        """The first-run page while no data folder is open (or about to be rescanned)."""
+        folder = self.dataset_panel.folder() if self.dataset_panel is not None else ""
+        root = self.config_form.config().data_root
+        first_run = not folder and not (root and Path(root).is_dir())
+        self.first_run_panel.setVisible(first_run)
+        if first_run:
+            self.first_run_panel.set_recent_folders(self.recent_folders())
+        if self.dataset_panel is not None:
+            self.dataset_panel.setVisible(not first_run)
+        else:
+            self.dataset_placeholder.setVisible(not first_run)
+
     def _update_controls(self) -> None:
         running = self.controller.is_running()
         self.controls.set_state(running, self.controller.is_paused(),
@@ -444,6 +539,7 @@ class MainWindow(QMainWindow):
         self.config_form.setEnabled(not running)
         self.device_panel.setEnabled(not running)
         self.file_menu.set_training(running)
+        self.training_menu.update_state()
 
     # ------------------------------------------------------------------ helpers
     def _dataset(self) -> DatasetPanel:
@@ -460,7 +556,7 @@ class MainWindow(QMainWindow):
         config = self._settings.load_config()
         self.config_form.set_config(config)
         self.device_panel.set_device(config.device)
-        self._settings.restore_window(self)
+        size_window_to_screen(self, restored=self._settings.restore_window(self))
 
     def show_error(self, title: str, text: str) -> None:
         """Log ``text`` and show it in a window-modal box that does not block the caller."""
@@ -473,3 +569,4 @@ class MainWindow(QMainWindow):
                           self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
+

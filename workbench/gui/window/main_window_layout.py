@@ -15,7 +15,7 @@ class MainLayout:
     central: QSplitter
     left_tabs: QTabWidget
     right_tabs: QTabWidget
-    training_tab: QSplitter
+    training_tab: QWidget
     dataset_page: QWidget
     dataset_placeholder: QLabel
     plots_page: QWidget
@@ -25,14 +25,19 @@ class MainLayout:
 def build_main_layout(*, preview_panel: QWidget, device_panel: QWidget, config_form: QWidget,
                       controls: QWidget, status_panel: QWidget, log_panel: QWidget,
                       results_panel: QWidget) -> MainLayout:
-    """Place the panels: dataset and preview tabs on the left; controls over the settings,
+    """Place the panels: dataset, preview and log tabs on the left; controls over the settings,
     training and results tabs on the right. The dataset panel and the plots go into their pages
-    later (they import pyqtgraph), under a placeholder until then."""
+    later (they import pyqtgraph), under a placeholder until then.
+
+    The training tab is the run's status over the plots and nothing else, so the five plots
+    stay readable on a 1366x768 screen; the log sits on the left, where it can be read beside
+    the plots during a run."""
     dataset_page, dataset_placeholder = _placeholder_page("Loading\u2026")
     plots_page, plots_placeholder = _placeholder_page("Loading plots\u2026")
     left_tabs = QTabWidget()
     left_tabs.addTab(dataset_page, "Dataset")
     left_tabs.addTab(preview_panel, "Preview")
+    left_tabs.addTab(log_panel, "Log")
     settings_page = QWidget()
     settings_page.setMaximumWidth(860)  # long rows of wide fields are hard to read
     settings_layout = QVBoxLayout(settings_page)
@@ -41,13 +46,14 @@ def build_main_layout(*, preview_panel: QWidget, device_panel: QWidget, config_f
     settings_scroll = QScrollArea()
     settings_scroll.setWidgetResizable(True)
     settings_scroll.setWidget(settings_page)
-    training_tab = QSplitter(Qt.Orientation.Vertical)
-    training_tab.addWidget(status_panel)
-    training_tab.addWidget(plots_page)
-    training_tab.addWidget(log_panel)
-    training_tab.setStretchFactor(1, 1)
-    training_tab.setSizes([200, 640, 130])
+    training_tab = QWidget()
+    training_layout = QVBoxLayout(training_tab)
+    training_layout.setContentsMargins(0, 0, 0, 0)
+    training_layout.setSpacing(0)
+    training_layout.addWidget(status_panel)  # its height follows its text: nothing is clipped
+    training_layout.addWidget(plots_page, 1)
     right_tabs = QTabWidget()
+    right_tabs.setUsesScrollButtons(True)  # more tabs than fit scroll rather than widen it
     right_tabs.addTab(settings_scroll, "Settings")
     right_tabs.addTab(training_tab, "Training")
     right_tabs.addTab(results_panel, "Results")

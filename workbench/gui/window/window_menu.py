@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QObject, QUrl
-from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QTabWidget
 
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.results_panel import ResultsPanel
+from workbench.gui.widgets.path_dialog import PathDialog, open_path
 
 
 class MenuHost(Protocol):
@@ -42,6 +43,7 @@ class FileMenu(QObject):
     def __init__(self, window: MenuHost) -> None:
         super().__init__(window)
         self._window = window
+        self.path_dialog: PathDialog | None = None  # shown where no file manager answered
         menu = window.menuBar().addMenu("&File")
         self.open_folder = QAction("&Open image folder\u2026", window)
         self.open_folder.setShortcut(QKeySequence.StandardKey.Open)
@@ -135,7 +137,7 @@ class FileMenu(QObject):
         folder = self._window.results_panel.run_dir() or \
             self._window.config_form.config().output_dir
         if folder and Path(folder).is_dir():
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(folder).resolve())))
+            self.path_dialog = open_path(folder, "The run folder", self._window)
         else:
             self._window.show_error("No run folder", f"'{folder}' does not exist yet; "
                                                      "train a model first.")

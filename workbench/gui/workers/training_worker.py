@@ -19,7 +19,15 @@ from PySide6.QtCore import QEventLoop, QObject, QThread, QTimer, Signal, Slot
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
-from workbench.core.runs.events import Callback, EpochEnd, Message, RunEnd, RunStart, StepStats
+from workbench.core.runs.events import (
+    Callback,
+    EpochEnd,
+    Message,
+    Progress,
+    RunEnd,
+    RunStart,
+    StepStats,
+)
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
 
 
@@ -41,6 +49,9 @@ class _SignalCallback(Callback):
     def on_message(self, event: Message) -> None:
         self._worker.message_logged.emit(event)
 
+    def on_progress(self, event: Progress) -> None:
+        self._worker.progress_reported.emit(event)
+
     def on_run_end(self, event: RunEnd) -> None:
         self._worker.emit_run_end(event)
 
@@ -58,6 +69,8 @@ class RunEventSignals(QObject):
 class RunSignals(RunEventSignals):
     """A local run's signals, declared once for the worker and the controller."""
 
+    progress_reported = Signal(object)
+    """A ``Progress`` of slow work before the first step (the ImageNet weights download)."""
     errored = Signal(str)
     finished = Signal()
 
@@ -65,7 +78,7 @@ class RunSignals(RunEventSignals):
 # The run's own events, forwarded from the worker to the controller; ``finished`` is not
 # forwarded: the controller emits it when the thread itself has finished.
 FORWARDED_SIGNALS = ("run_started", "step_finished", "epoch_ended", "message_logged",
-                     "run_ended", "errored")
+                     "progress_reported", "run_ended", "errored")
 
 
 class TrainingWorker(RunSignals):

@@ -1,1 +1,2 @@
-"""Measuring a run's settings before it starts: the speed probe and the memory fit check."""
+"""Measuring and searching a run's settings before it starts: the speed probe, the memory fit
+check and the learning-rate range test."""

@@ -1,0 +1,109 @@
+"""The training flags: every flag of ``train`` and ``find-batch`` explains itself (help text
+with its default, the values of flags with fixed values), and the config the flags describe gets
+the chosen model's defaults in the fields nobody set."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+import pytest
+
+from workbench.cli import build_parser, main
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config_fields import FIELDS
+from workbench.core.runs.model_defaults import MODEL_DEFAULTS
+
+
+def _subcommand(name: str) -> argparse.ArgumentParser:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+@pytest.mark.parametrize("command", ["train", "find-batch"])
+def test_every_flag_has_help_and_every_setting_its_default(command):
+    parser = _subcommand(command)
+    flags = [a for a in parser._actions if a.option_strings]
+    assert flags
+    for action in flags:
+        assert action.help and len(action.help) > 10, action.option_strings
+    defaults = TrainConfig()
+    by_dest = {a.dest: a for a in flags}
+    for field in dataclasses.fields(TrainConfig):
+        action = by_dest[field.name]
+        assert action.help.startswith(FIELDS[field.name].help), field.name
+        assert "Default: " in action.help, field.name
+        default = getattr(defaults, field.name)
+        if not isinstance(default, bool) and default != "":
+            assert f"Default: {default}." in action.help, field.name
+
+
+def test_help_lists_the_values_of_device_and_amp_dtype(capsys):
+    parser = _subcommand("train")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert "--device auto|cpu|cuda|cuda:N" in text
+    assert "--amp-dtype {auto,float16,bfloat16}" in text
+    assert "cuda:N = CUDA GPU number N" in text
+    assert "bfloat16 = bfloat16" in text and "Default: auto." in text
+    assert "--crop-mode {standard,five_crop,ten_crop}" in text
+    assert "five_crop = Five crops (corners + centre)" in text
+
+
+def test_a_value_outside_the_choices_is_refused_by_argparse(capsys):
+    parser = _subcommand("train")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--amp-dtype", "float8"])
+    assert "invalid choice: 'float8'" in capsys.readouterr().err
+
+
+def _saved(tmp_path, *flags: str) -> TrainConfig:
+    target = tmp_path / "saved.json"
+    assert main(["train", "--data-root", str(tmp_path), *flags,
+                 "--save-config", str(target)]) == 0
+    return TrainConfig.load(target)
+
+
+def test_choosing_small_cnn_applies_its_defaults_but_keeps_the_flags_given(tmp_path):
+    config = _saved(tmp_path, "--model", "small_cnn", "--lr", "0.02")
+    assert config.weights == "none" and config.finetune == "full"
+    assert (config.crop_mode, config.resize_size, config.crop_size) == ("standard", 28, 28)
+    assert config.train_hflip is False
+    assert config.lr == 0.02  # given on the command line, so not the model's 0.05
+    assert config.validate() == []
+
+
+def test_a_config_file_keeps_its_own_fields_and_gets_the_defaults_of_the_others(tmp_path):
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({"model": "small_cnn", "crop_size": 24, "epochs": 3}))
+    target = tmp_path / "saved.json"
+    assert main(["train", "--config", str(partial), "--save-config", str(target)]) == 0
+    config = TrainConfig.load(target)
+    assert (config.crop_size, config.epochs) == (24, 3)
+    assert config.resize_size == MODEL_DEFAULTS["small_cnn"]["resize_size"]
+
+
+def test_resnet18_gets_the_transfer_learning_tutorial_settings(tmp_path):
+    config = _saved(tmp_path)
+    assert (config.model, config.weights, config.crop_mode) == ("resnet18", "imagenet",
+                                                                "standard")
+    assert (config.resize_size, config.crop_size, config.lr, config.lr_step_size) == \
+        (256, 224, 0.001, 7)
+
+
+def test_weights_none_switches_an_unasked_last_layer_to_full_and_says_so(tmp_path, capsys):
+    config = _saved(tmp_path, "--weights", "none")
+    assert config.finetune == "full"
+    assert "finetune set to 'full'" in capsys.readouterr().err
+
+
+def test_weights_none_with_an_explicit_last_layer_is_refused_with_the_reason(tmp_path,
+                                                                             capsys):
+    (tmp_path / "a").mkdir()
+    code = main(["train", "--data-root", str(tmp_path), "--weights", "none",
+                 "--finetune", "last_layer", "--output-dir", str(tmp_path / "runs")])
+    assert code == 2
+    assert "random, frozen network" in capsys.readouterr().err

@@ -1,0 +1,72 @@
+"""ONNX export of a trained model file: same logits as eager in a fresh onnxruntime process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from workbench.core.data.transforms import normalization_for
+from workbench.core.models.building import build_model
+from workbench.core.models.checkpoint_format import model_file_data, write_workbench_file
+from workbench.core.models.export import ExportError, PreprocessingClassifier
+from workbench.core.models.onnx_export import export_model_file_onnx
+from workbench.core.runs.config import TrainConfig
+
+# A fresh interpreter with onnxruntime only: other batch sizes than the export's, metadata.
+CHECK = """
+import json, sys
+import numpy as np
+import onnxruntime as ort
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+out = {}
+for n in (1, 5):
+    images = np.load(sys.argv[2])[:n]
+    out[n] = session.run(None, {"images": images})[0].tolist()
+meta = session.get_modelmeta().custom_metadata_map
+print(json.dumps({"logits": out, "classes": json.loads(meta["class_names"]),
+                  "pre": json.loads(meta["preprocessing"])}))
+"""
+
+
+def test_onnx_export_matches_the_eager_model_in_a_fresh_process(tmp_path):
+    torch.manual_seed(0)
+    config = TrainConfig(model="small_cnn", weights="none", resize_size=32, crop_size=28)
+    model = build_model(config, 3).eval()
+    with torch.no_grad():  # trained-looking BatchNorm statistics, so eval mode matters
+        for module in model.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 2.0)
+    model_file = tmp_path / "best_model.pt"
+    write_workbench_file(model_file_data(model, ["cat", "dog", "fox"], config, 1, 0.9),
+                         model_file)
+
+    result = export_model_file_onnx(model_file, tmp_path / "out" / "model.onnx")
+
+    assert result.max_abs_diff <= 1e-4 and result.method == "onnx opset 18"
+    images = torch.randint(0, 256, (5, 1, 28, 28), dtype=torch.uint8)
+    np.save(tmp_path / "images.npy", images.numpy())
+    done = subprocess.run([sys.executable, "-c", CHECK, result.path, str(tmp_path / "images.npy")],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    mean, std = normalization_for(config)
+    with torch.no_grad():
+        eager = PreprocessingClassifier(model, mean, std).eval()(images)
+    for n in ("1", "5"):
+        assert np.abs(np.array(report["logits"][n]) - eager[: int(n)].numpy()).max() <= 1e-4
+    assert report["classes"] == ["cat", "dog", "fox"]
+    assert report["pre"]["crop_size"] == 28 and report["pre"]["opset"] == 18
+
+
+def test_a_file_that_is_not_a_model_is_refused_and_nothing_written(tmp_path):
+    bogus = tmp_path / "best_model.pt"
+    bogus.write_bytes(b"not a checkpoint")
+    with pytest.raises(ExportError, match="cannot export"):
+        export_model_file_onnx(bogus, tmp_path / "model.onnx")
+    assert not (tmp_path / "model.onnx").exists()

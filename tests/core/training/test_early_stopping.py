@@ -1,0 +1,56 @@
+"""Early stopping: the watched validation figure, its patience, and a real run that stops."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.training.early_stopping import EarlyStopping
+from workbench.core.training.engine import train
+
+
+class Messages(Callback):
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.epochs: list[int] = []
+
+    def on_message(self, event) -> None:
+        self.texts.append(event.text)
+
+    def on_epoch_end(self, event) -> None:
+        self.epochs.append(event.epoch)
+
+
+def test_patience_counts_epochs_since_the_best_value():
+    loss = EarlyStopping("val_loss", patience=2)
+    assert [loss.update(e, v, 0.0) for e, v in enumerate([1.0, 0.8, 0.9, 0.7, 0.75, 0.71], 1)] \
+        == [False, False, False, False, False, True]
+    assert (loss.best, loss.best_epoch) == (0.7, 4)
+    accuracy = EarlyStopping("val_accuracy", patience=1)
+    assert [accuracy.update(e, 0.0, v) for e, v in enumerate([0.5, 0.6, 0.6], 1)] \
+        == [False, False, True]
+    with pytest.raises(ValueError, match="val_loss or val_accuracy"):
+        EarlyStopping("train_loss", 2)
+
+
+def test_a_run_that_stops_improving_ends_early_and_says_why(tmp_path):
+    data = write_shape_dataset(tmp_path / "data", per_class=8, size=(32, 32),
+                               layout="train_val", val_per_class=2)
+    # A frozen backbone (its BatchNorm statistics too) and an lr this small change nothing,
+    # so the validation loss never improves on epoch 1's.
+    config = TrainConfig(data_root=str(data), model="small_cnn", weights="none",
+                         finetune="last_layer", crop_mode="five_crop", resize_size=32, crop_size=28,
+                         batch_size=8, epochs=6, lr=1e-12, scheduler="none", workers=0,
+                         device="cpu", output_dir=str(tmp_path / "runs"),
+                         cache_dir=str(tmp_path / "cache"), early_stopping="val_loss",
+                         early_stopping_patience=2)
+    watcher = Messages()
+    end = train(config, watcher)
+
+    assert end.status == "completed"
+    assert end.epochs_completed == 3 and watcher.epochs == [1, 2, 3]
+    assert any("Early stopping: the validation loss has not improved for 2 epoch(s)" in text
+               for text in watcher.texts)
+    assert end.best_model_path  # the best model is kept

@@ -1,0 +1,214 @@
+"""Accuracy against a plain torchvision pipeline: the same data, flags and seeds, side by side.
+
+The plain pipeline is what torchvision's ``references/classification/train.py`` does:
+``ImageFolder`` with ``transforms.v2`` (RandomResizedCrop + flip for training, Resize +
+CenterCrop for validation, ToDtype + Normalize), a ``DataLoader`` and the reference's
+``train_one_epoch`` / ``evaluate`` loop with the same model, optimiser, schedule and seed.
+Workbench trains through its engine with the same config. The data is made hard enough that
+neither reaches 100%: small shapes at varied scales and positions on textured, noisy
+backgrounds. Rows: best validation accuracy, mean over the seeds (target >= 1.00x, less the
+seeds' spread), and the wall time of the whole runs (target: no slower).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageDraw
+
+from workbench.bench.report import BenchRow, ratio_row
+from workbench.core.models.building import build_model
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.training.engine import train
+from workbench.core.training.optimisers import build_optimizer, build_scheduler
+
+SHAPES = ("circle", "square", "triangle", "cross")
+
+
+@dataclass(frozen=True)
+class AccuracyWorkload:
+    """Dataset size and the flags both pipelines train with."""
+
+    train_per_class: int
+    val_per_class: int
+    image_size: tuple[int, int]
+    epochs: int
+    seeds: tuple[int, ...]
+    batch: int = 32
+
+
+FULL = AccuracyWorkload(100, 40, (56, 48), epochs=4, seeds=(0, 1, 2))
+QUICK = AccuracyWorkload(12, 6, (40, 32), epochs=1, seeds=(0, 1))
+
+
+def draw_hard_image(shape: str, size: tuple[int, int], rng: np.random.Generator) -> Image.Image:
+    """A small ``shape`` at a random scale and place on a textured, noisy background."""
+    width, height = size
+    coarse = rng.uniform(40, 200, (height // 8 + 1, width // 8 + 1, 3)).astype(np.uint8)
+    background = np.asarray(Image.fromarray(coarse).resize((width, height),
+                                                           Image.Resampling.BICUBIC),
+                            dtype=np.float32)
+    stripes = np.sin(np.arange(width)[None, :] * rng.uniform(0.3, 1.2)
+                     + np.arange(height)[:, None] * rng.uniform(-0.8, 0.8))
+    background += stripes[..., None] * rng.uniform(5, 30)
+    image = Image.fromarray(np.clip(background, 0, 255).astype(np.uint8))
+    draw = ImageDraw.Draw(image)
+    radius = rng.uniform(0.1, 0.28) * min(size)
+    cx, cy = rng.uniform(radius, width - radius), rng.uniform(radius, height - radius)
+    colour = tuple(int(c) for c in rng.integers(0, 256, 3))
+    box = (cx - radius, cy - radius, cx + radius, cy + radius)
+    if shape == "circle":
+        draw.ellipse(box, fill=colour)
+    elif shape == "square":
+        draw.rectangle(box, fill=colour)
+    elif shape == "triangle":
+        draw.polygon([(cx, cy - radius), (cx - radius, cy + radius), (cx + radius, cy + radius)],
+                     fill=colour)
+    else:
+        bar = max(1.0, radius / 3)
+        draw.rectangle((cx - radius, cy - bar, cx + radius, cy + bar), fill=colour)
+        draw.rectangle((cx - bar, cy - radius, cx + bar, cy + radius), fill=colour)
+    pixels = np.asarray(image, dtype=np.float32) + rng.normal(0, 18, (height, width, 3))
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
+def write_hard_dataset(root: Path, work: AccuracyWorkload, seed: int = 0) -> Path:
+    """``root/train/<shape>/`` and ``root/val/<shape>/`` of JPEGs."""
+    rng = np.random.default_rng(seed)
+    for split, count in (("train", work.train_per_class), ("val", work.val_per_class)):
+        for shape in SHAPES:
+            folder = root / split / shape
+            folder.mkdir(parents=True, exist_ok=True)
+            for index in range(count):
+                draw_hard_image(shape, work.image_size, rng).save(folder / f"{index}.jpg",
+                                                                  quality=90)
+    return root
+
+
+def bench_config(data: Path, output: Path, work: AccuracyWorkload, seed: int) -> TrainConfig:
+    """The flags both pipelines train with (the reference's, scaled to small images)."""
+    return TrainConfig(
+        data_root=str(data), model="resnet18", weights="none", finetune="full",
+        crop_mode="standard", resize_size=36, crop_size=32, train_hflip=True,
+        epochs=work.epochs, batch_size=work.batch, optimizer="sgd", lr=0.05, momentum=0.9,
+        weight_decay=1e-4, scheduler="cosine", seed=seed, workers=1, amp=False,
+        output_dir=str(output / "runs"), cache_dir=str(output / f"cache-{seed}"),
+        device="cpu",
+    )
+
+
+def workbench_run(config: TrainConfig) -> tuple[float, float]:
+    """(best val accuracy, seconds) of a run through the engine."""
+    started = time.perf_counter()
+    end = train(config, Callback())
+    if end.status != "completed":
+        raise RuntimeError(f"workbench run {end.status}: {end.error}")
+    return end.best_val_accuracy, time.perf_counter() - started
+
+
+def plain_run(config: TrainConfig) -> tuple[float, float]:
+    """(best val accuracy, seconds) of the reference recipe on the same flags."""
+    from torchvision.datasets import ImageFolder
+    from torchvision.transforms import v2
+
+    from workbench.core.data.transforms import normalization_for
+
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    mean, std = normalization_for(config)
+    finish = [v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)]
+    train_set = ImageFolder(str(Path(config.data_root) / "train"), transform=v2.Compose([
+        v2.PILToTensor(),
+        v2.RandomResizedCrop(config.crop_size, scale=(config.crop_scale_min,
+                                                      config.crop_scale_max),
+                             ratio=(config.crop_ratio_min, config.crop_ratio_max),
+                             antialias=True),
+        v2.RandomHorizontalFlip(0.5 if config.train_hflip else 0.0), *finish]))
+    val_set = ImageFolder(str(Path(config.data_root) / "val"), transform=v2.Compose([
+        v2.PILToTensor(), v2.Resize(config.resize_size, antialias=True),
+        v2.CenterCrop(config.crop_size), *finish]))
+    generator = torch.Generator().manual_seed(config.seed)
+    train_loader = torch.utils.data.DataLoader(
+        train_set, batch_size=config.batch_size, shuffle=True, num_workers=config.workers,
+        generator=generator, persistent_workers=config.workers > 0)
+    val_loader = torch.utils.data.DataLoader(val_set, batch_size=config.batch_size,
+                                             num_workers=config.workers)
+    model = build_model(config, len(train_set.classes))
+    optimizer = build_optimizer(config, model.parameters())
+    scheduler = build_scheduler(config, optimizer)
+    criterion = torch.nn.CrossEntropyLoss()
+    best = 0.0
+    for _ in range(config.epochs):
+        model.train()
+        for images, targets in train_loader:
+            loss = criterion(model(images), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        best = max(best, _evaluate(model, val_loader))
+    return best, time.perf_counter() - started
+
+
+def _evaluate(model: torch.nn.Module, loader: torch.utils.data.DataLoader) -> float:
+    model.eval()
+    correct = total = 0
+    with torch.inference_mode():
+        for images, targets in loader:
+            correct += int((model(images).argmax(1) == targets).sum())
+            total += len(targets)
+    return correct / max(total, 1)
+
+
+def run(quick: bool = False, device: str = "auto") -> list[BenchRow]:
+    """Both pipelines on each seed, alternating which goes first; the two rows."""
+    work = QUICK if quick else FULL
+    with tempfile.TemporaryDirectory(prefix="workbench-accuracy-") as tmp:
+        root = Path(tmp)
+        data = write_hard_dataset(root / "data", work)
+        ours: list[tuple[float, float]] = []
+        plain: list[tuple[float, float]] = []
+        for index, seed in enumerate(work.seeds):
+            config = bench_config(data, root, work, seed)
+            if index % 2 == 0:
+                plain.append(plain_run(config))
+                ours.append(workbench_run(config))
+            else:
+                ours.append(workbench_run(config))
+                plain.append(plain_run(config))
+    return accuracy_rows(ours, plain, work)
+
+
+def accuracy_rows(ours: list[tuple[float, float]], plain: list[tuple[float, float]],
+                  work: AccuracyWorkload) -> list[BenchRow]:
+    """The accuracy row (target 1.00x less the seeds' spread) and the wall-time row."""
+    our_acc = [accuracy for accuracy, _ in ours]
+    plain_acc = [accuracy for accuracy, _ in plain]
+    differences = [a - b for a, b in zip(our_acc, plain_acc, strict=True)]
+    # The spread: the standard error of the mean paired difference (0 with one seed).
+    spread = statistics.stdev(differences) / math.sqrt(len(differences)) \
+        if len(differences) > 1 else 0.0
+    plain_mean = statistics.mean(plain_acc)
+    flags = (f"resnet18 from scratch, {4 * work.train_per_class} JPEG "
+             f"{work.image_size[0]}x{work.image_size[1]}, RandomResizedCrop 32, "
+             f"{work.epochs} epochs, {len(work.seeds)} seeds")
+    our_time = sum(seconds for _, seconds in ours)
+    plain_time = sum(seconds for _, seconds in plain)
+    return [
+        ratio_row("accuracy", f"best val accuracy vs plain torchvision ({flags})",
+                  statistics.mean(our_acc), plain_mean, "acc",
+                  target=round(1.0 - spread / max(plain_mean, 1e-9), 3),
+                  workbench_per_seed=our_acc, plain_per_seed=plain_acc,
+                  spread_of_difference=spread),
+        ratio_row("accuracy", "wall time of those runs vs plain torchvision", our_time,
+                  plain_time, "s", target=1.0, higher_is_better=False),
+    ]

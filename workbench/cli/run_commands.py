@@ -1,0 +1,31 @@
+"""``workbench runs``: every run under an output folder, as a table."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.core.runs.config import TrainConfig
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    runs = sub.add_parser("runs", help="list the runs under an output folder: name, date, "
+                                       "model, dataset, best val accuracy, epochs, duration, "
+                                       "device, status")
+    runs.add_argument("output_dir", nargs="?", default=TrainConfig().output_dir,
+                      help="the folder runs are written to (default: %(default)s)")
+    runs.set_defaults(handler=_cmd_runs)
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from workbench.core.runs.run_index import RUN_TABLE_COLUMNS, list_runs, run_table_rows
+
+    runs = list_runs(args.output_dir)
+    if not runs:
+        print(f"no runs under {args.output_dir}")
+        return 0
+    rows = [RUN_TABLE_COLUMNS, *run_table_rows(runs)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(RUN_TABLE_COLUMNS))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+              .rstrip())
+    return 0

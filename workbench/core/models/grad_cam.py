@@ -1,0 +1,153 @@
+"""Grad-CAM (Selvaraju et al., 2017): where in an image the model looked for a class.
+
+The gradient of the class score with respect to the last convolutional feature maps, averaged
+over each map, weighs those maps; their ReLU'd sum, scaled up to the image, is the heat map.
+The layer is ResNet18's last convolutional block (``layer4``) and the small CNN's last
+convolution. The whole resized image goes through the network (both models pool adaptively),
+so the map covers the picture the user sees, not one crop of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import Tensor, nn
+
+from workbench.core.data.image_cache import load_image_uint8
+from workbench.core.data.transforms import normalization_for
+from workbench.core.models.building import SmallCNN
+from workbench.core.models.checkpoint_format import load_model_file
+from workbench.core.runs.config import TrainConfig
+
+# Share of the overlay's colour that comes from the heat map.
+OVERLAY_ALPHA = 0.45
+
+
+@dataclass(frozen=True)
+class GradCam:
+    """A heat map over an image.
+
+    Attributes:
+        path: the image file.
+        image: the image as the model saw it, uint8 ``HxWx3`` (gray images repeated to RGB).
+        heatmap: float32 ``HxW`` in 0..1, 1 where the class evidence is strongest.
+        class_name: the class the map explains.
+        probability: the model's probability of that class on this image.
+    """
+
+    path: str
+    image: np.ndarray
+    heatmap: np.ndarray
+    class_name: str
+    probability: float
+
+    def overlay(self, alpha: float = OVERLAY_ALPHA) -> np.ndarray:
+        """The image with the heat map blended over it, uint8 ``HxWx3``."""
+        return overlay_heatmap(self.image, self.heatmap, alpha)
+
+
+def target_layer(model: nn.Module) -> nn.Module:
+    """The layer Grad-CAM reads: ResNet's ``layer4``, the small CNN's last ``Conv2d``.
+
+    Raises:
+        TypeError: the model is neither.
+    """
+    if isinstance(model, torchvision.models.ResNet):
+        return model.layer4
+    if isinstance(model, SmallCNN):
+        convolutions = [m for m in model.features if isinstance(m, nn.Conv2d)]
+        return convolutions[-1]
+    raise TypeError(f"Grad-CAM does not know the last convolution of a {type(model).__name__}")
+
+
+def class_activation_map(model: nn.Module, images: Tensor, class_index: int | None = None
+                         ) -> tuple[Tensor, int, float]:
+    """Grad-CAM of one normalised image ``[1,C,H,W]`` for ``class_index`` (default: predicted).
+
+    Returns:
+        The map ``[H,W]`` in 0..1 at the image's size, the class index and its probability.
+    """
+    layer = target_layer(model)
+    captured: dict[str, Tensor] = {}
+
+    def keep(_module: nn.Module, _inputs: object, output: Tensor) -> None:
+        output.retain_grad()
+        captured["maps"] = output
+
+    handle = layer.register_forward_hook(keep)
+    try:
+        model.eval()
+        with torch.enable_grad():
+            inputs = images.detach().requires_grad_(True)  # gradients flow even if frozen
+            logits = model(inputs)
+            index = int(logits.argmax(dim=1)) if class_index is None else class_index
+            model.zero_grad(set_to_none=True)
+            logits[0, index].backward()
+    finally:
+        handle.remove()
+    maps = captured["maps"]
+    weights = maps.grad.mean(dim=(2, 3), keepdim=True)
+    cam = F.relu((weights * maps).sum(dim=1, keepdim=True)).detach()
+    cam = F.interpolate(cam, size=images.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
+    peak = float(cam.max())
+    cam = cam / peak if peak > 0 else cam
+    probability = float(logits.detach().softmax(dim=1)[0, index])
+    return cam, index, probability
+
+
+def grad_cam_for_image(model: nn.Module, class_names: list[str], config: TrainConfig,
+                       image_path: str | Path, class_name: str | None = None) -> GradCam:
+    """Grad-CAM of ``image_path`` under a trained model, preprocessed as its run was.
+
+    Raises:
+        ImageDecodeError: the image cannot be decoded.
+        ValueError: ``class_name`` is not one of ``class_names``.
+    """
+    if class_name is not None and class_name not in class_names:
+        raise ValueError(f"'{class_name}' is not one of the model's classes {class_names}")
+    grayscale = config.in_channels == 1
+    image = load_image_uint8(str(image_path), config.resize_size, grayscale=grayscale)
+    mean, std = normalization_for(config)
+    mean_t = torch.tensor(mean).view(1, -1, 1, 1)
+    std_t = torch.tensor(std).view(1, -1, 1, 1)
+    inputs = (image.unsqueeze(0).float() / 255.0 - mean_t) / std_t
+    index = None if class_name is None else class_names.index(class_name)
+    cam, index, probability = class_activation_map(model, inputs, index)
+    rgb = image.permute(1, 2, 0).numpy()
+    if rgb.shape[2] == 1:
+        rgb = np.repeat(rgb, 3, axis=2)
+    return GradCam(str(image_path), np.ascontiguousarray(rgb), cam.numpy().astype(np.float32),
+                   class_names[index], probability)
+
+
+def grad_cam_from_model_file(model_file: str | Path, image_path: str | Path,
+                             class_name: str | None = None) -> GradCam:
+    """Load a best-model or checkpoint file on the CPU and compute ``grad_cam_for_image``.
+
+    Raises:
+        CheckpointError: the model file cannot be used.
+        ImageDecodeError: the image cannot be decoded.
+    """
+    model, class_names, config = load_model_file(model_file)
+    return grad_cam_for_image(model, class_names, config, image_path, class_name)
+
+
+def overlay_heatmap(image: np.ndarray, heatmap: np.ndarray, alpha: float = OVERLAY_ALPHA
+                    ) -> np.ndarray:
+    """Blend a 0..1 heat map (blue: cold, red: hot) over a uint8 ``HxWx3`` image."""
+    colours = _jet(np.clip(heatmap, 0.0, 1.0))
+    blended = (1.0 - alpha) * image.astype(np.float32) + alpha * colours
+    return np.clip(blended + 0.5, 0, 255).astype(np.uint8)
+
+
+def _jet(values: np.ndarray) -> np.ndarray:
+    """The 'jet' colour map as float RGB 0..255 (piecewise linear, no matplotlib)."""
+    red = np.clip(1.5 - np.abs(4.0 * values - 3.0), 0.0, 1.0)
+    green = np.clip(1.5 - np.abs(4.0 * values - 2.0), 0.0, 1.0)
+    blue = np.clip(1.5 - np.abs(4.0 * values - 1.0), 0.0, 1.0)
+    return np.stack([red, green, blue], axis=-1) * 255.0

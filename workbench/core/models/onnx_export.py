@@ -1,0 +1,217 @@
+"""Export a trained model to ONNX with ``torch.onnx.export(..., dynamo=True)``, verified.
+
+The graph takes uint8 crops ``[N, C, H, W]`` (0..255, any batch size) and does the rest of
+the preprocessing itself (to float, /255, normalise), so a caller in C++ or any onnxruntime
+binding only resizes and crops. Class names and the preprocessing are in the model's
+metadata (``class_names``, ``preprocessing``, both JSON). Before the file replaces the target
+it is run by onnxruntime in a fresh Python process and compared with the eager model.
+
+onnx, onnxscript and onnxruntime are the optional extra ``workbench[onnx]``; without them the
+export says what to install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+import workbench
+from workbench.core.data.transforms import normalization_for
+from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
+from workbench.core.models.export import TOLERANCE, ExportError, ExportResult
+from workbench.core.runs.config import TrainConfig
+
+OPSET = 18
+INPUT_NAME = "images"
+OUTPUT_NAME = "logits"
+_SUBPROCESS_TIMEOUT_S = 300
+
+# Runs in a fresh interpreter: proves the file loads and computes the same logits with
+# onnxruntime alone, and that its metadata names the classes.
+_FRESH_PROCESS_CHECK = """
+import json, sys
+import numpy as np
+import onnxruntime as ort
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+images, expected = np.load(sys.argv[2]), np.load(sys.argv[3])
+(logits,) = session.run(None, {session.get_inputs()[0].name: images})
+meta = session.get_modelmeta().custom_metadata_map
+print(json.dumps({"max_abs_diff": float(np.abs(logits - expected).max()),
+                  "class_names": json.loads(meta["class_names"])}))
+"""
+
+
+class UInt8Classifier(nn.Module):
+    """``model`` behind uint8 -> normalised float conversion, for graphs with one input type."""
+
+    def __init__(self, model: nn.Module, mean: Sequence[float], std: Sequence[float]) -> None:
+        super().__init__()
+        self.model = model
+        self.register_buffer("mean", torch.tensor(list(mean)).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(list(std)).view(1, -1, 1, 1))
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = images.to(torch.float32) / 255.0
+        return self.model((x - self.mean) / self.std)
+
+
+def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfig,
+                path: str | Path, opset: int = OPSET) -> ExportResult:
+    """Export ``model`` with its preprocessing to ONNX at ``path`` and verify the file.
+
+    Raises:
+        ExportError: onnx/onnxruntime are missing, the export fails, or the file computes
+            other logits than the eager model (then ``path`` is left as it was).
+    """
+    _require_onnx_packages()
+    started = time.perf_counter()
+    path = Path(path)
+    mean, std = normalization_for(config)
+    wrapper = UInt8Classifier(_cpu_copy(model), mean, std).eval()
+    generator = torch.Generator().manual_seed(0)
+    shape = (3, config.in_channels, config.crop_size, config.crop_size)
+    images = torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8)
+    with torch.no_grad():
+        expected = wrapper(images)
+    if expected.shape[-1] != len(class_names):
+        raise ExportError(f"the model has {expected.shape[-1]} outputs but "
+                          f"{len(class_names)} class names were given")
+    temp = _temp_file_beside(path)
+    try:
+        _export_to(wrapper, images, temp, opset)
+        _add_metadata(temp, class_names, _preprocessing(config, mean, std, len(class_names),
+                                                        opset))
+        diff = _fresh_process_diff(temp, images, expected, list(class_names))
+        if not diff <= TOLERANCE:  # also catches NaN
+            raise ExportError(f"ONNX export to '{path}' differs from the trained model: max abs "
+                              f"logit difference {diff:.3g} > {TOLERANCE:g}; not written")
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return ExportResult(str(path), diff, diff, list(class_names), config.crop_size,
+                        time.perf_counter() - started, method=f"onnx opset {opset}",
+                        note="checked with onnxruntime in a fresh Python process")
+
+
+def export_model_file_onnx(model_file: str | Path, out_path: str | Path) -> ExportResult:
+    """``export_onnx`` of the model in a best-model or checkpoint file.
+
+    Raises:
+        ExportError: The model file cannot be read, or the export fails.
+    """
+    try:
+        model, class_names, config = load_model_file(model_file)
+    except CheckpointError as exc:
+        raise ExportError(f"cannot export: {exc}") from exc
+    return export_onnx(model, class_names, config, out_path)
+
+
+def _require_onnx_packages() -> None:
+    missing = []
+    for name in ("onnx", "onnxscript", "onnxruntime"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise ExportError(f"ONNX export needs {', '.join(missing)}: "
+                          "pip install 'workbench[onnx]' (or pip install onnx onnxscript "
+                          "onnxruntime)")
+
+
+def _cpu_copy(model: nn.Module) -> nn.Module:
+    import copy
+
+    copied = copy.deepcopy(model).cpu().eval()
+    copied.requires_grad_(False)
+    return copied.to(memory_format=torch.contiguous_format)
+
+
+def _export_to(wrapper: nn.Module, images: Tensor, path: Path, opset: int) -> None:
+    batch = torch.export.Dim("batch", min=1, max=4096)
+    try:
+        program = torch.onnx.export(
+            wrapper, (images,), dynamo=True, opset_version=opset,
+            input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
+            dynamic_shapes={"images": {0: batch}}, verbose=False,
+        )
+        program.save(str(path))
+    except Exception as exc:  # the exporter raises many kinds of errors
+        text = str(exc).strip().splitlines()
+        raise ExportError(f"torch.onnx.export failed: {type(exc).__name__}: "
+                          f"{text[0] if text else ''}") from exc
+
+
+def _add_metadata(path: Path, class_names: Sequence[str], preprocessing: dict) -> None:
+    import onnx
+
+    model = onnx.load(str(path))
+    for key, value in (("class_names", json.dumps(list(class_names))),
+                       ("preprocessing", json.dumps(preprocessing))):
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(path))
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _preprocessing(config: TrainConfig, mean: Sequence[float], std: Sequence[float],
+                   num_classes: int, opset: int) -> dict:
+    return {
+        "format": "workbench-onnx", "version": 1, "model": config.model,
+        "num_classes": num_classes, "in_channels": config.in_channels,
+        "resize_size": config.resize_size, "crop_size": config.crop_size,
+        "crop_mode": config.crop_mode, "input_layout": "NCHW", "input_dtype": "uint8",
+        "mean": list(mean), "std": list(std), "normalization": "applied inside the graph",
+        "opset": opset, "workbench_version": workbench.__version__,
+        "torch_version": torch.__version__,
+    }
+
+
+def _temp_file_beside(path: Path) -> Path:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ExportError(f"cannot write '{path}': {exc.strerror or exc}") from exc
+    os.close(fd)
+    return Path(name)
+
+
+def _fresh_process_diff(path: Path, images: Tensor, expected: Tensor,
+                        class_names: list[str]) -> float:
+    with tempfile.TemporaryDirectory(prefix="workbench-onnx-check-") as folder:
+        images_file, expected_file = Path(folder) / "images.npy", Path(folder) / "expected.npy"
+        np.save(images_file, images.numpy())
+        np.save(expected_file, expected.numpy())
+        command = [sys.executable, "-c", _FRESH_PROCESS_CHECK, str(path.resolve()),
+                   str(images_file), str(expected_file)]
+        try:
+            done = subprocess.run(command, cwd=folder, capture_output=True, text=True,
+                                  timeout=_SUBPROCESS_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ExportError(f"could not check the ONNX file in a fresh process: {exc}"
+                              ) from exc
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+        raise ExportError(f"onnxruntime cannot run the export in a fresh process "
+                          f"(exit code {done.returncode}):\n{tail}")
+    try:
+        report = json.loads(lines[-1])
+    except ValueError as exc:
+        raise ExportError(f"unexpected output from the ONNX check: {lines[-1]!r}") from exc
+    if report.get("class_names") != class_names:
+        raise ExportError(f"the ONNX file's metadata names other classes: "
+                          f"{report.get('class_names')}")
+    return float(report["max_abs_diff"])

@@ -1,0 +1,66 @@
+"""Settings that suit each model, applied to the fields a user has not set.
+
+small_cnn is a digits network: no pretrained weights, every layer trained, one gentle random
+crop at its native 28 px (no flip: a mirrored 2 is not a 2). resnet18 follows PyTorch's
+transfer-learning tutorial: ImageNet weights, RandomResizedCrop(224) and a flip for training,
+Resize(256) + CenterCrop(224) for validation, SGD lr 0.001 with momentum 0.9, the lr divided by
+ten every 7 epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from workbench.core.runs.config import TrainConfig
+
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "small_cnn": {
+        "weights": "none", "finetune": "full", "crop_mode": "standard", "resize_size": 28,
+        "crop_size": 28, "train_hflip": False, "crop_scale_min": 0.7, "crop_scale_max": 1.0,
+        "crop_ratio_min": 0.85, "crop_ratio_max": 1.18, "batch_size": 64,
+        "optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4,
+        "scheduler": "cosine",
+    },
+    "resnet18": {
+        "weights": "imagenet", "finetune": "last_layer", "crop_mode": "standard",
+        "resize_size": 256, "crop_size": 224, "train_hflip": True, "crop_scale_min": 0.08,
+        "crop_scale_max": 1.0, "crop_ratio_min": 0.75, "crop_ratio_max": 1.333333,
+        "batch_size": 32, "optimizer": "sgd", "lr": 0.001, "momentum": 0.9,
+        "weight_decay": 1e-4, "scheduler": "step", "lr_step_size": 7, "lr_gamma": 0.1,
+    },
+}
+
+RANDOM_FROZEN_BACKBONE = (
+    "finetune: 'last_layer' with weights 'none' trains only the head on a random, frozen "
+    "network, which learns next to nothing")
+
+
+def apply_model_defaults(config: TrainConfig, explicit: Collection[str] = ()) -> TrainConfig:
+    """``config`` with its model's defaults in every field not named in ``explicit``."""
+    defaults = MODEL_DEFAULTS.get(config.model, {})
+    return config.replace(**{name: value for name, value in defaults.items()
+                             if name not in explicit})
+
+
+def full_finetune_for_random_weights(
+    config: TrainConfig, explicit: Collection[str] = ()
+) -> tuple[TrainConfig, str | None]:
+    """Switch 'last_layer' to 'full' when the network starts from random weights.
+
+    Returns:
+        The config, and a sentence saying what was switched and why (None when nothing was).
+        An explicit 'last_layer' is kept: ``random_frozen_backbone_problem`` names it.
+    """
+    if config.weights != "none" or config.finetune != "last_layer" or "finetune" in explicit:
+        return config, None
+    return config.replace(finetune="full"), (
+        "finetune set to 'full': with weights 'none' the network starts random, and training "
+        "only the last layer on a random frozen network learns next to nothing.")
+
+
+def random_frozen_backbone_problem(config: TrainConfig) -> str | None:
+    """A problem sentence for weights 'none' with 'last_layer', else None."""
+    if config.weights == "none" and config.finetune == "last_layer":
+        return RANDOM_FROZEN_BACKBONE + "; choose finetune 'full' or other weights"
+    return None

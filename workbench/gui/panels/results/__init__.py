@@ -1,0 +1,1 @@
+"""The Results tab's parts: per-class figures, image galleries of the predictions, Grad-CAM."""

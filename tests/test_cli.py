@@ -38,6 +38,7 @@ def test_train_with_flags_prints_progress_and_exports(trained_run):
     work, data, run_dir, result = trained_run
     output = result.stdout + result.stderr
     assert "Training will use the CPU" in output
+    assert "Memory is not limited on the CPU" in output
     assert "epoch 1/1" in output and "run completed" in output
     assert "verified: reloaded max abs diff" in output
     assert (run_dir / "model_scripted.pt").is_file()
@@ -143,6 +144,28 @@ def test_find_batch_says_why_the_data_folder_cannot_be_read(tmp_path, capsys):
     error = capsys.readouterr().err
     assert f"error: data_root: {empty}: no class subfolders" in error
     assert not [line for line in error.splitlines() if line.startswith("  batch ")]  # no try
+
+
+def test_probe_times_the_cpu_rows_and_saves_the_fastest(tmp_path):
+    data = write_shape_dataset(tmp_path / "data", per_class=4, size=(40, 32),
+                               layout="train_val", val_per_class=2)
+    result = run_cli("probe", "--data-root", str(data), "--model", "small_cnn", "--weights",
+                     "none", "--resize-size", "32", "--crop-size", "28", "--device", "cpu",
+                     "--workers", "0", "--batch-sizes", "4,8", "--steps", "1",
+                     "--save-config", "fastest.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stderr.splitlines() if line.startswith("  float32")]
+    assert len(rows) == 4 and all("images/s" in row for row in rows)
+    assert result.stdout.splitlines()[0].split()[:2] == ["precision", "channels_last"]
+    fastest = next(line for line in result.stdout.splitlines() if "<- fastest" in line)
+    saved = json.loads((tmp_path / "fastest.json").read_text())
+    assert saved["amp"] is False
+    assert saved["batch_size"] == int(fastest.split()[2])
+    assert saved["channels_last"] is True  # unchanged: a CPU run does not use it
+
+    result = run_cli("probe", "--data-root", str(data), "--device", "cpu",
+                     "--batch-sizes", "4,x", cwd=tmp_path)
+    assert result.returncode == 2 and "--batch-sizes: '4,x'" in result.stderr
 
 
 def test_devices_and_scan(tmp_path):

@@ -16,13 +16,14 @@ from workbench.cli import (
     device_commands,
     lr_find_commands,
     model_commands,
+    probe_commands,
     run_commands,
     train_commands,
 )
 from workbench.core.runs.config import ConfigError
 
 COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, data_commands,
-                   device_commands, run_commands)
+                   device_commands, run_commands, probe_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

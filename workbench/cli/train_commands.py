@@ -63,12 +63,32 @@ def _train_and_maybe_export(config: TrainConfig, export: bool) -> int:
     from workbench.core.training.engine import train
 
     print(describe_device_choice(config.device), file=sys.stderr)
+    fit = _memory_fit_line(config)
+    if fit:
+        print(fit, file=sys.stderr)
     end = train(config, TerminalProgress(config=config))
     if end.status != "completed":
         return 1
     if export and end.best_model_path:
         return export_and_report(end.best_model_path, str(Path(end.run_dir) / "model_scripted.pt"))
     return 0
+
+
+def _memory_fit_line(config: TrainConfig) -> str:
+    """Whether the batch fits in the GPU's free memory (a dry step); '' when it cannot be
+    judged here: a bad device or data folder is reported by the run itself."""
+    from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+    from workbench.core.devices.selection import DeviceError, resolve_device
+    from workbench.core.training.tuning.memory_fit import check_memory_fit
+
+    try:
+        device = resolve_device(config.device)
+        # The head's size matters to the peak only on a GPU; the CPU needs no scan.
+        classes = len(scan_dataset(config.data_root).class_names) \
+            if device.startswith("cuda") else 10
+        return check_memory_fit(config, max(classes, 1)).sentence
+    except (DeviceError, DatasetError, OSError):
+        return ""
 
 
 def _cmd_find_batch(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import torch
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.plan import plan_run
+from workbench.core.training.precision import CardInfo
 
 
 def _texts(plan) -> str:
@@ -23,12 +24,17 @@ def test_cpu_runs_float32_and_contiguous_whatever_the_config_asks():
 
 def test_cuda_gets_mixed_precision_by_card_and_channels_last():
     config = TrainConfig(amp=True, amp_dtype="auto", channels_last=True)
-    ampere = plan_run(config, "cuda:0", distributed=False, bf16_supported=lambda: True)
+    ampere = plan_run(config, "cuda:0", distributed=False,
+                      card=CardInfo((8, 6), "NVIDIA GeForce RTX 3090"))
     assert ampere.precision.dtype == torch.bfloat16 and not ampere.precision.grad_scaler
     assert ampere.channels_last
     assert "Training in mixed bfloat16 precision" in _texts(ampere)
-    older = plan_run(config, "cuda:0", distributed=False, bf16_supported=lambda: False)
+    older = plan_run(config, "cuda:0", distributed=False, card=CardInfo((7, 5), "Tesla T4"))
     assert older.precision.dtype == torch.float16 and older.precision.grad_scaler
+    gtx = plan_run(config, "cuda:0", distributed=False,
+                   card=CardInfo((7, 5), "NVIDIA GeForce GTX 1650"))
+    assert not gtx.precision.autocast and not gtx.precision.grad_scaler
+    assert "Training in float32: NVIDIA GeForce GTX 1650" in _texts(gtx)
     off = plan_run(config.replace(amp=False, channels_last=False), "cuda:0", distributed=False)
     assert not off.precision.autocast and not off.channels_last
     assert off.notes == ()

@@ -125,3 +125,22 @@ def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):
     text = panel.bottleneck_text()
     assert text.startswith("Input-bound")
     assert "a smaller crop_size (now 28) or a GPU" in text and "loader workers" not in text
+
+
+def test_the_throttling_line_says_when_a_hot_card_slows_the_run(qtbot):
+    panel = RunStatusPanel()
+    qtbot.addWidget(panel)
+    panel.show_run_start(run_start())
+    panel.throttle_watch.interval_s = 0.0  # every step is a sample (NVML is read once a second)
+    assert panel.throttle_label.text() == "\u2014"
+    for number in range(1, 36):
+        hot = number > 23
+        panel.show_step(StepStats(
+            **{**step(1, number, 0.0, 0.1).__dict__,
+               "images_per_second": 200.0 if hot else 300.0, "gpu_temperature": 87.0 if hot
+               else 70.0, "gpu_power_w": 40.0, "gpu_throttle_reasons": 0x20 if hot else 0x0,
+               "on_battery": False}))
+        if number == 23:
+            assert panel.throttle_label.text() == "no"
+    assert panel.throttle_label.text().startswith("Throughput fell from 300 to 200 images/s")
+    assert "thermal slowdown at 87 \u00b0C" in panel.throttle_label.text()

@@ -58,6 +58,9 @@ class StepStats:
     gpu_utilization: float | None = None
     gpu_temperature: float | None = None
     gpu_power_w: float | None = None
+    # NVML's clock-throttle reason bits; whether a laptop runs on its battery.
+    gpu_throttle_reasons: int | None = None
+    on_battery: bool | None = None
 
     @property
     def data_wait_fraction(self) -> float:

@@ -7,11 +7,15 @@ rest of the run reads the plan, never the settings again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.core.runs.config import TrainConfig
-from workbench.core.training.precision import Precision, resolve_precision
+from workbench.core.training.precision import (
+    CardInfo,
+    Precision,
+    precision_message,
+    resolve_precision,
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ def plan_run(
     config: TrainConfig,
     device: str,
     distributed: bool,
-    bf16_supported: Callable[[], bool] | None = None,
+    card: CardInfo | None = None,
 ) -> RunPlan:
     """Decide how ``config`` runs on ``device``; ``distributed``: under torchrun.
 
@@ -49,17 +53,15 @@ def plan_run(
         config: the run's settings.
         device: the resolved device name of this process.
         distributed: several processes train together (torchrun).
-        bf16_supported: passed to :func:`resolve_precision` (injectable for tests).
+        card: the CUDA card's capability and name, read from ``device`` when None (given
+            in tests).
     """
     notes: list[tuple[str, str]] = []
     cuda = device.startswith("cuda")
-    precision = resolve_precision(config.amp, config.amp_dtype, device, bf16_supported)
-    if config.amp and not precision.autocast:
-        notes.append(("info", "Mixed precision (amp) is a CUDA feature; this CPU run uses "
-                              "float32."))
-    elif precision.autocast:
-        notes.append(("info", f"Training in {precision.label} precision "
-                              f"(amp_dtype {config.amp_dtype})."))
+    precision = resolve_precision(config.amp, config.amp_dtype, device, card)
+    said = precision_message(precision, config.amp, config.amp_dtype)
+    if said:
+        notes.append(("info", said))
     cache_features = config.finetune == "last_layer" and config.cache_features
     if cache_features and distributed:
         notes.append(("info", "Feature caching is off under torchrun; every process trains "

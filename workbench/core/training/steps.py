@@ -17,9 +17,10 @@ from torch import nn
 from workbench.core.data.multicrop import IGNORE_LABEL, count_correct, multicrop_loss
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.devices.memory import free_device_memory, memory_stats
+from workbench.core.devices.throttle_detector import ThrottleWatch, ThroughputSample
 from workbench.core.models.prediction_records import PredictionCollector
 from workbench.core.runs.control import RunControl
-from workbench.core.runs.events import Callback, StepStats
+from workbench.core.runs.events import Callback, Message, StepStats
 from workbench.core.training.faults import TrainingOutOfMemory, first_line
 from workbench.core.training.metrics import ConfusionMatrix, SmoothedValue
 
@@ -52,6 +53,8 @@ class StepContext:
     amp_dtype: torch.dtype = torch.float16
     # Told how many samples of a batch failed to decode (label -1); may stop the run by raising.
     on_failed_samples: Callable[[int], None] | None = None
+    # Sets images/s against the GPU's throttle reasons; the log says when throttling starts.
+    throttle_watch: ThrottleWatch = field(default_factory=ThrottleWatch)
 
     @property
     def device_type(self) -> str:
@@ -122,10 +125,10 @@ def run_training_steps(
             loss_meter.update(loss_value, counted)
         acc_meter.update(correct / counted if counted else math.nan, counted)
         speed.update(len(raw_labels) / max(done - fetch_started, 1e-9))
-        ctx.callback.on_step(
-            _step_event(ctx, step, limit, loss_value, correct, counted, loss_meter, acc_meter,
-                        speed.smoothed, fetched - fetch_started, done - fetched)
-        )
+        event = _step_event(ctx, step, limit, loss_value, correct, counted, loss_meter,
+                            acc_meter, speed.smoothed, fetched - fetch_started, done - fetched)
+        ctx.callback.on_step(event)
+        _watch_throttling(ctx, event, done)
         if ctx.control.cancel_requested:
             return _epoch_result(loss_meter, acc_meter, samples, started, True, steps)
     return _epoch_result(loss_meter, acc_meter, samples, started, False, steps)
@@ -219,7 +222,26 @@ def _step_event(
         gpu_utilization=gpu.utilization,
         gpu_temperature=gpu.temperature,
         gpu_power_w=gpu.power_w,
+        gpu_throttle_reasons=gpu.throttle_reasons,
+        on_battery=gpu.on_battery,
     )
+
+
+def _watch_throttling(ctx: StepContext, event: StepStats, now: float) -> None:
+    """Tell the log when throughput drops because the GPU throttles, and when that ends."""
+    if event.gpu_throttle_reasons is None and event.on_battery is None:
+        return  # no NVML and no battery: nothing to judge
+    verdict = ctx.throttle_watch.add(ThroughputSample(
+        now, event.images_per_second, event.gpu_throttle_reasons, event.gpu_power_w,
+        event.gpu_temperature, event.on_battery))
+    if verdict is None:
+        return
+    if verdict.throttled:
+        ctx.callback.on_message(Message("warning", verdict.sentence))
+    else:
+        ctx.callback.on_message(Message(
+            "info", f"The GPU is no longer throttled ({verdict.recent_images_per_second:,.0f} "
+                    "images/s)."))
 
 
 def _epoch_result(

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.runs.config import TrainConfig
+from workbench.gui.panels.speed_memory_panel import SpeedMemoryPanel
 from workbench.gui.widgets.form_fields import guard_wheel
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
@@ -140,6 +141,8 @@ class DevicePanel(QWidget):
         layout.addLayout(form)
         layout.addWidget(self._choice_label)
         layout.addLayout(batch_row)
+        self.measurements = SpeedMemoryPanel(self)  # speed probe and memory fit line
+        layout.addWidget(self.measurements)
 
         self._combo.currentIndexChanged.connect(self._on_device_changed)
         self.batch_button.clicked.connect(self.batch_search_requested)

@@ -13,6 +13,7 @@ import time
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from workbench.core.devices.throttle_detector import ThrottleWatch, ThroughputSample
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
 from workbench.core.training.bottleneck import WARMUP_STEPS, BottleneckMonitor
@@ -61,6 +62,10 @@ class RunStatusPanel(QWidget):
         self.bottleneck_label = QLabel("\u2014", self)
         self.bottleneck_label.setObjectName("bottleneck")
         self.bottleneck_label.setWordWrap(True)  # the advice is read whole; it wraps instead
+        self.throttle_label = QLabel("\u2014", self)
+        self.throttle_label.setObjectName("throttling")
+        self.throttle_label.setWordWrap(True)
+        self.throttle_watch = ThrottleWatch()
         self.diagnosis_interval_s = DIAGNOSIS_INTERVAL_S
         self._bottleneck = BottleneckMonitor()
         self._last_diagnosis = -math.inf
@@ -94,6 +99,8 @@ class RunStatusPanel(QWidget):
         title.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         grid.addWidget(title, len(rows), 0)
         grid.addWidget(self.bottleneck_label, len(rows), 1, 1, 3)
+        grid.addWidget(QLabel("Throttling", self), len(rows) + 1, 0)
+        grid.addWidget(self.throttle_label, len(rows) + 1, 1, 1, 3)
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
         return grid
@@ -129,6 +136,8 @@ class RunStatusPanel(QWidget):
         self.device_label.setText(
             f"{event.device} \u2014 {event.device_name} ({', '.join(notes)})")
         self.sensors_label.setText("n/a")
+        self.throttle_watch.clear()
+        self.throttle_label.setText("\u2014")
         self.eta_label.setText("estimating\u2026")
         self.speed_label.setText("\u2014")
         done = 100 * event.start_epoch // max(1, event.epochs)
@@ -145,6 +154,7 @@ class RunStatusPanel(QWidget):
             self._first_step_at = now
         self._steps_done += 1
         self._bottleneck.add(event)
+        self._update_throttling(event, now)
         if event.step > WARMUP_STEPS and now - self._last_diagnosis >= self.diagnosis_interval_s:
             self._update_bottleneck(now)
         steps = max(1, event.steps_in_epoch)
@@ -197,6 +207,16 @@ class RunStatusPanel(QWidget):
     def _update_bottleneck(self, now: float) -> None:
         self._last_diagnosis = now
         self.bottleneck_label.setText(self._bottleneck.diagnosis().sentence)
+
+    def _update_throttling(self, event: StepStats, now: float) -> None:
+        """The same verdict the run's log gives, from the same figures."""
+        if event.gpu_throttle_reasons is None and event.on_battery is None:
+            return
+        self.throttle_watch.add(ThroughputSample(now, event.images_per_second,
+                                            event.gpu_throttle_reasons, event.gpu_power_w,
+                                            event.gpu_temperature, event.on_battery))
+        verdict = self.throttle_watch.verdict
+        self.throttle_label.setText(verdict.sentence if verdict.throttled else "no")
 
     def _set_progress(self, bar: QProgressBar, percent: int, text: str,
                       force: bool = False) -> None:

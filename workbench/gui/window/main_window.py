@@ -119,6 +119,8 @@ class MainWindow(QMainWindow):
         self.device_panel.batch_search_requested.connect(self._on_batch_search_requested)
         self.device_panel.batch_size_found.connect(self._on_batch_size_found)
         self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
+        self.device_panel.measurements.probe_requested.connect(self._on_speed_probe_requested)
+        self.device_panel.measurements.probe_finished.connect(self._on_speed_probe_finished)
         self.device_panel.batch_search_not_needed.connect(self._on_batch_search_not_needed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
@@ -210,6 +212,7 @@ class MainWindow(QMainWindow):
             return False
         self._settings.save_config(config)
         self.device_panel.cancel_batch_search()  # both would compete for the GPU's memory
+        self.device_panel.measurements.cancel()
         self.status_panel.set_run_config(config)
         self.run_follow.stop("a run started on this computer; the plots show that run now")
         self.run_follow.hide_banner()
@@ -314,6 +317,7 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
         self.device_panel.cancel_batch_search()
+        self.device_panel.measurements.cancel()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()
 
@@ -362,6 +366,8 @@ class MainWindow(QMainWindow):
         self.preview_panel.set_config(config)
         if self.dataset_panel is not None:
             self.dataset_panel.set_scan_options(config.val_fraction, config.seed)
+        if not self.controller.is_running():
+            self.device_panel.measurements.check_memory(config, self._class_count())
         self._update_controls()
 
     def _on_device_changed(self, name: str) -> None:
@@ -374,10 +380,19 @@ class MainWindow(QMainWindow):
         self.device_status.setText(self.device_panel.choice_text())
         freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
 
-    def _on_batch_search_requested(self) -> None:
+    def _class_count(self) -> int:
         scan = self.dataset_panel.scan() if self.dataset_panel is not None else None
-        classes = len(scan.class_names) if scan is not None else 10
-        self.device_panel.start_batch_search(self.config_form.config(), classes)
+        return len(scan.class_names) if scan is not None else 10
+
+    def _on_batch_search_requested(self) -> None:
+        self.device_panel.start_batch_search(self.config_form.config(), self._class_count())
+
+    def _on_speed_probe_requested(self) -> None:
+        self.device_panel.measurements.start_probe(self.config_form.config())
+
+    def _on_speed_probe_finished(self, result: object) -> None:
+        self.config_form.update_config(**result.config_changes())
+        self.log_panel.append_text("info", f"Speed probe: {result.describe()} Applied.")
 
     def _on_batch_size_found(self, result: object) -> None:
         self.config_form.update_config(batch_size=result.batch_size)

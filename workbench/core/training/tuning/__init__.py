@@ -1,1 +1,2 @@
-"""Searches that pick a setting before a run: the learning-rate range test."""
+"""Measuring and searching a run's settings before it starts: the speed probe, the memory fit
+check and the learning-rate range test."""

@@ -96,7 +96,17 @@ def list_runs(output_dir: str | os.PathLike[str]) -> list[RunSummary]:
         return []
     runs = [read_run_summary(folder) for folder in root.iterdir()
             if folder.is_dir() and (folder / CONFIG_FILE).is_file()]
-    return sorted(runs, key=lambda run: (run.created, run.name), reverse=True)
+    return sorted(runs, key=_start_order, reverse=True)
+
+
+def _start_order(run: RunSummary) -> tuple[str, int]:
+    """When a run started: ``created`` has whole seconds only, so two runs started within one
+    second are told apart by their config.json's write time (nanoseconds)."""
+    try:
+        written = (Path(run.run_dir) / CONFIG_FILE).stat().st_mtime_ns
+    except OSError:
+        written = 0
+    return run.created, written
 
 
 def read_run_summary(run_dir: str | os.PathLike[str]) -> RunSummary:

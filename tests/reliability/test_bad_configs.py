@@ -145,11 +145,16 @@ def test_a_dataset_already_cached_gets_no_warning_on_a_nearly_full_disk(
 
     cache = tmp_path / "cache"
     config = _config(shapes, tmp_path / "runs", cache_images=True, cache_dir=str(cache))
-    samples = scan_dataset(str(shapes)).train + scan_dataset(str(shapes)).val
+    scan = scan_dataset(str(shapes))
+    samples = scan.train + scan.val
     assert uncached_share(samples, config, str(cache)) == 1.0
     assert train(config, _Recorder()).status == "completed"  # fills the cache
     assert uncached_share(samples, config, str(cache)) == 0.0
-    assert uncached_share(samples, config.replace(resize_size=30), str(cache)) == 1.0
+    # Another resize_size: validation images must be decoded again; the training crops'
+    # source (sized from the crop size, see train_source_size) is still in the cache.
+    other_resize = config.replace(resize_size=30)
+    assert uncached_share(scan.val, other_resize, str(cache)) == 1.0
+    assert uncached_share(scan.train, other_resize, str(cache)) == 0.0
 
     monkeypatch.setattr(cache_folder, "FREE_SPACE_RESERVE",
                         cache_folder.free_bytes(tmp_path) + 2**30)

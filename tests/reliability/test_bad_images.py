@@ -355,7 +355,8 @@ def test_valid_but_unusual_image_decodes_alike_everywhere(tmp_path: Path, case: 
     assert label == 1 and tuple(crops.shape) == (5, 3, 28, 28)
     thumbnail = outcomes["thumbnail"]
     assert thumbnail.dtype == np.uint8 and thumbnail.ndim == 3 and max(thumbnail.shape) <= 64
-    assert not (tmp_path / "failures.tsv").exists()
+    # Pillow may warn (garbage EXIF): a warning line in the log is no failure.
+    assert read_failure_log(str(tmp_path / "failures.tsv")) == []
 
 
 @pytest.mark.timeout(3)

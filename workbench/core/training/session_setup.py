@@ -12,6 +12,7 @@ from workbench.core.data.cache_folder import cache_messages
 from workbench.core.data.data_pipeline import image_cache_dir
 from workbench.core.data.dataset_scan import DatasetError, DatasetScan, scan_dataset
 from workbench.core.data.image_cache import cache_path
+from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import problem_text
 
@@ -56,15 +57,19 @@ def image_cache_messages(config: TrainConfig, scan: DatasetScan) -> list[tuple[s
 def uncached_share(samples: list[tuple[str, int]], config: TrainConfig, cache_dir: str,
                    probes: int = CACHE_PROBES) -> float:
     """The share of ``samples`` the cache does not hold yet, judged from up to ``probes`` of
-    them spread over the list (a few file lookups instead of one per image)."""
+    them spread over the list (a few file lookups instead of one per image). An image counts
+    as cached at either size the run reads: validation's ``resize_size`` or the training
+    crops' source size (``train_source_size``)."""
     probed = samples[::max(1, len(samples) // probes)][:probes]
     if not probed:
         return 0.0
+    grayscale = config.in_channels == 1
+    sizes = {(config.resize_size, True), train_source_size(config)}
     missing = 0
     for path, _ in probed:
         try:
-            found = cache_path(path, config.resize_size, config.in_channels == 1,
-                               cache_dir).is_file()
+            found = any(cache_path(path, size, grayscale, cache_dir, upscale=upscale).is_file()
+                        for size, upscale in sizes)
         except OSError:
             found = False  # gone since the scan: it will be reported when it is read
         missing += not found

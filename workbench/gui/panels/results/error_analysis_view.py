@@ -101,4 +101,6 @@ class ErrorAnalysisView(QWidget):
         return list(self._rows)
 
     def _on_row_chosen(self, row: PredictionRow) -> None:
-        self.grad_cam.show_for(self._model_file, row.path)
+        # The class the run predicted for this image (from its crops), not a new guess on the
+        # whole image: the overlay shows why the model said what the table says.
+        self.grad_cam.show_for(self._model_file, row.path, row.predicted_class)

@@ -47,19 +47,23 @@ class AfterTrainingTabs(QObject):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         """Images or folders dropped on the window are classified in the Predict tab."""
-        if watched is self._window and event.type() in (QEvent.Type.DragEnter,
-                                                        QEvent.Type.DragMove):
+        # While the window is torn down, Qt can still call this filter after Python has
+        # cleared this object's attributes; it then only lets the event pass.
+        window = self.__dict__.get("_window")
+        if window is None or watched is not window:
+            return False
+        if event.type() in (QEvent.Type.DragEnter, QEvent.Type.DragMove):
             if dropped_paths(event):
                 event.acceptProposedAction()
                 return True
-        elif watched is self._window and event.type() == QEvent.Type.Drop:
+        elif event.type() == QEvent.Type.Drop:
             paths = dropped_paths(event)
             if paths:
                 event.acceptProposedAction()
-                self._window.right_tabs.setCurrentWidget(self.predict_panel)
+                window.right_tabs.setCurrentWidget(self.predict_panel)
                 self.predict_panel.predict(paths)
                 return True
-        return super().eventFilter(watched, event)
+        return False
 
     def _on_run_ended(self, event: RunEnd) -> None:
         self.runs_panel.refresh()

@@ -55,7 +55,11 @@ def free_device_memory(device: str) -> None:
 
     Call this outside the ``except`` block that caught the error: inside it, the traceback's
     frames still hold the step's activations and gradients.
+
+    Only a CUDA device needs the forced collection: the CPU gets its memory back as soon as the
+    references go. A collection forced here runs on the training thread, where it can meet Qt
+    objects awaiting deletion and deadlock with the UI thread, so it is not forced for nothing.
     """
-    gc.collect()
     if device.startswith("cuda") and torch.cuda.is_available():
+        gc.collect()
         torch.cuda.empty_cache()

@@ -6,6 +6,7 @@ a test is recorded, and a thread still running when the test ends fails it.
 
 from __future__ import annotations
 
+import gc
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +24,20 @@ from workbench.core.runs.events import Callback, EpochEnd, RunEnd, RunStart
 THREAD_GRACE_S = 2.0
 POOL_WAIT_MS = 60_000
 _LEAKED_THREADS: list[QThread] = []
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collected_on_the_ui_thread() -> Iterator[None]:
+    """Python's automatic collection runs on whichever thread allocates: in a pool or training
+    thread it can delete Qt objects there and deadlock with the UI thread (seen in an export
+    worker and in the out-of-memory retry). During a window test it is off, and the test's
+    garbage is collected here, on the UI thread."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.enable()
 
 
 @pytest.fixture(autouse=True)

@@ -302,10 +302,10 @@ def _labels_reaching_the_loss(monkeypatch) -> list[tuple[list[int], object]]:
     seen: list[tuple[list[int], object]] = []
     real_loss = steps.multicrop_loss
 
-    def recording_loss(logits, labels, crops, strategy, class_weights=None):
+    def recording_loss(logits, labels, crops, strategy, class_weights=None, label_smoothing=0.0):
         if torch.is_grad_enabled():  # training, not evaluation
             seen.append((labels.tolist(), class_weights))
-        return real_loss(logits, labels, crops, strategy, class_weights)
+        return real_loss(logits, labels, crops, strategy, class_weights, label_smoothing)
 
     monkeypatch.setattr(steps, "multicrop_loss", recording_loss)
     return seen

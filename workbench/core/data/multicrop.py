@@ -43,6 +43,7 @@ def multicrop_loss(
     crops: int,
     strategy: str,
     class_weights: torch.Tensor | None = None,
+    label_smoothing: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy over crops of the same sample.
 
@@ -53,6 +54,7 @@ def multicrop_loss(
         strategy: "repeat_labels" (every crop against its sample's label, mean over crops) or
             "average_logits" (cross-entropy of the mean of the K crops' logits).
         class_weights: optional ``[N]`` weights of the cross-entropy.
+        label_smoothing: share of each target spread evenly over the classes (training only).
 
     Returns:
         ``(loss, sample_logits)``, sample_logits being ``[B,N]`` crop means (for accuracy).
@@ -69,10 +71,11 @@ def multicrop_loss(
     weight = None if class_weights is None else class_weights.to(logits.device, logits.dtype)
     if strategy == "repeat_labels":
         loss = F.cross_entropy(
-            logits, labels.repeat_interleave(crops), weight=weight, ignore_index=IGNORE_LABEL
-        )
+            logits, labels.repeat_interleave(crops), weight=weight, ignore_index=IGNORE_LABEL,
+            label_smoothing=label_smoothing)
     else:
-        loss = F.cross_entropy(sample_logits, labels, weight=weight, ignore_index=IGNORE_LABEL)
+        loss = F.cross_entropy(sample_logits, labels, weight=weight, ignore_index=IGNORE_LABEL,
+                               label_smoothing=label_smoothing)
     return loss, sample_logits
 
 

@@ -24,6 +24,10 @@ from typing import Any, Protocol
 
 import torch
 
+from workbench.core.data.augmentation.pixel_augmentation import (
+    PixelAugmentation,
+    pixel_augmentation_for,
+)
 from workbench.core.data.batched_crops import (
     DEFAULT_RATIO,
     DEFAULT_SCALE,
@@ -91,6 +95,29 @@ class RandomResizedCropFlip:
                 f"ratio={self.ratio})")
 
 
+class AugmentedCrop(RandomResizedCropFlip):
+    """The random resized crop and flip, then the config's pixel augmentations (rotation,
+    colour jitter, an automatic policy), every image with its own draws; one image goes
+    through the batch code as a batch of one, so the same draws give the same pixels."""
+
+    def __init__(self, crop: RandomResizedCropFlip, augmentation: PixelAugmentation) -> None:
+        super().__init__(crop.size, crop.flip_probability, crop.scale, crop.ratio)
+        self.augmentation = augmentation
+
+    def apply(self, image: torch.Tensor, draws: CropDraws,
+              generator: torch.Generator | None = None) -> torch.Tensor:
+        """Crop ``image`` with ``draws``, then augment it with draws from ``generator``."""
+        crop = resized_crops(image.unsqueeze(0), draws, self.size)
+        return self.augmentation(crop, generator)[0]
+
+    def batch(self, images: torch.Tensor, generator: torch.Generator | None = None
+              ) -> torch.Tensor:
+        return self.augmentation(super().batch(images, generator), generator)
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()} + {', '.join(self.augmentation.describe())}"
+
+
 class CenterCrop:
     """The central ``size`` x ``size`` crop, of one image or (``batch``) of a batch."""
 
@@ -154,10 +181,12 @@ def train_source_size(config: Any) -> tuple[int, bool]:
 def build_train_transform(config: Any) -> CropTransform:
     """uint8 ``[C,H,W]`` -> uint8 ``[C,h,w]`` (standard) or ``[K,C,h,w]`` (five/ten crop)."""
     if config.crop_mode == "standard":
-        return RandomResizedCropFlip(
+        crop = RandomResizedCropFlip(
             config.crop_size, 0.5 if config.train_hflip else 0.0,
             (config.crop_scale_min, config.crop_scale_max),
             (config.crop_ratio_min, config.crop_ratio_max))
+        augmentation = pixel_augmentation_for(config)
+        return crop if augmentation is None else AugmentedCrop(crop, augmentation)
     return _multi_crop(config)
 
 
@@ -178,14 +207,18 @@ def _multi_crop(config: Any) -> CropTransform:
 def seeded_train_crop(
     config: Any, image: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, tuple[int, int, int, int], bool]:
-    """Apply the standard train transform with crop and flip drawn from ``generator``.
+    """Apply the standard train transform with every draw (crop, flip, pixel augmentations)
+    taken from ``generator``.
 
     Returns:
-        The crop (exactly what ``build_train_transform`` gives for those draws), its box
-        (left, top, width, height) in ``image`` coordinates, and whether it was flipped.
+        The crop (exactly what ``build_train_transform(config).batch`` gives for the image
+        with that generator), its box (left, top, width, height) in ``image`` coordinates,
+        and whether it was flipped.
     """
     transform = build_train_transform(config)
     if not isinstance(transform, RandomResizedCropFlip):
         raise ValueError(f"crop_mode: '{config.crop_mode}' has no random crop")
     draws = transform.draw(image, generator)
-    return transform.apply(image, draws), draws.box(0), bool(draws.flip[0])
+    crop = (transform.apply(image, draws, generator) if isinstance(transform, AugmentedCrop)
+            else transform.apply(image, draws))
+    return crop, draws.box(0), bool(draws.flip[0])

@@ -22,8 +22,14 @@ SCHEDULERS = choices_of("scheduler")
 IMBALANCE_OPTIONS = choices_of("imbalance")
 AMP_DTYPES = choices_of("amp_dtype")
 EARLY_STOPPING = choices_of("early_stopping")
+AUTO_AUGMENT_POLICIES = choices_of("auto_augment")
 _CHOICE_FIELDS = ("model", "weights", "finetune", "crop_mode", "crop_strategy", "optimizer",
-                  "scheduler", "imbalance", "amp_dtype", "early_stopping")
+                  "scheduler", "imbalance", "amp_dtype", "early_stopping", "auto_augment")
+# Training augmentations that change the pixels (all 0 / 'none', off, by default); they apply
+# to the one random crop of the standard mode only.
+PIXEL_AUGMENTATION_FIELDS = ("color_jitter_brightness", "color_jitter_contrast",
+                             "color_jitter_saturation", "color_jitter_hue", "rotation_degrees",
+                             "auto_augment", "mixup_alpha", "cutmix_alpha")
 
 def default_workers() -> int:
     """Loader processes: enough to keep a laptop GPU fed, never more than the CPU has."""
@@ -62,6 +68,19 @@ class TrainConfig:
     crop_scale_max: float = 1.0
     crop_ratio_min: float = 0.75
     crop_ratio_max: float = 1.333333  # 4/3 to the six decimals the form shows
+    # training augmentations from torchvision.transforms.v2, standard crop only, all off
+    color_jitter_brightness: float = 0.0
+    color_jitter_contrast: float = 0.0
+    color_jitter_saturation: float = 0.0
+    color_jitter_hue: float = 0.0
+    rotation_degrees: float = 0.0
+    auto_augment: str = "none"
+    # torchvision's reference --ra-magnitude (9) and RandAugment's num_ops (2)
+    rand_augment_num_ops: int = 2
+    rand_augment_magnitude: int = 9
+    mixup_alpha: float = 0.0
+    cutmix_alpha: float = 0.0
+    label_smoothing: float = 0.0  # of the training loss; validation loss stays plain
     # optimisation
     epochs: int = 10
     # batch_size is per process: under torchrun with N processes the global batch is
@@ -113,9 +132,15 @@ class TrainConfig:
         return 1 if self.model == "small_cnn" else 3
 
     @property
+    def augmentations_on(self) -> list[str]:
+        """The pixel augmentations this config turns on (field names), in field order."""
+        return [name for name in PIXEL_AUGMENTATION_FIELDS
+                if getattr(self, name) not in (0, 0.0, "none")]
+
+    @property
     def train_transform_is_deterministic(self) -> bool:
         """True when every epoch sees the same pixels, so frozen-backbone features can be cached."""
-        return self.crop_mode in ("five_crop", "ten_crop")
+        return self.crop_mode in ("five_crop", "ten_crop") and not self.augmentations_on
 
     # ----------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
@@ -182,7 +207,8 @@ class TrainConfig:
     def field_problems(self, check_paths: bool = True) -> list[tuple[str, str]]:
         """``validate()``'s messages paired with the field each one is about."""
         raw = [*_choice_problems(self), *_path_problems(self, check_paths),
-               *_model_problems(self), *_number_problems(self)]
+               *_model_problems(self), *_number_problems(self),
+               *_augmentation_problems(self)]
         return [(name, problem_text(name, message)) for name, message in raw]
 
 
@@ -263,6 +289,34 @@ def _number_problems(config: TrainConfig) -> _Problems:
     )
     return [(name, f"{message} (got {getattr(c, name)})") for name, ok, message in checks
             if not ok]
+
+
+def _augmentation_problems(config: TrainConfig) -> _Problems:
+    c = config
+    checks: tuple[tuple[str, bool, str], ...] = (
+        ("color_jitter_brightness", c.color_jitter_brightness >= 0, "must not be negative"),
+        ("color_jitter_contrast", c.color_jitter_contrast >= 0, "must not be negative"),
+        ("color_jitter_saturation", c.color_jitter_saturation >= 0, "must not be negative"),
+        ("color_jitter_hue", 0.0 <= c.color_jitter_hue <= 0.5, "must be between 0 and 0.5"),
+        ("rotation_degrees", 0.0 <= c.rotation_degrees <= 180.0,
+         "must be between 0 and 180 degrees"),
+        ("rand_augment_num_ops", c.rand_augment_num_ops >= 1, "must be at least 1"),
+        ("rand_augment_magnitude", 0 <= c.rand_augment_magnitude <= 30,
+         "must be between 0 and 30"),
+        ("mixup_alpha", c.mixup_alpha >= 0, "must not be negative"),
+        ("cutmix_alpha", c.cutmix_alpha >= 0, "must not be negative"),
+        ("label_smoothing", 0.0 <= c.label_smoothing < 1.0, "must be in [0, 1)"),
+    )
+    problems = [(name, f"{message} (got {getattr(c, name)})") for name, ok, message in checks
+                if not ok]
+    if c.crop_mode != "standard":
+        # Five and ten crops are the same every epoch (their features are cached): a random
+        # change of their pixels would defeat both.
+        problems += [(name, f"applies only with one crop per image (crop_mode standard); "
+                            f"{c.crop_mode} crops are fixed, so set it to "
+                            f"{'none' if name == 'auto_augment' else '0'} or choose standard")
+                     for name in c.augmentations_on]
+    return problems
 
 
 def _valid_device_name(name: str) -> bool:

@@ -78,6 +78,13 @@ def _uses_cuda(config: Any, context: FieldContext) -> bool:
 
 _CUDA_ONLY = "with a CUDA GPU (detected, and the device is not cpu)"
 
+
+def _one_crop(config: Any, _context: FieldContext) -> bool:
+    return config.crop_mode == "standard"
+
+
+_ONE_CROP = "with one crop per image (crop mode standard)"
+
 _DESCRIPTIONS: tuple[FieldDescription, ...] = (
     # data
     FieldDescription(
@@ -152,6 +159,68 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "train_hflip", "Random horizontal flip",
         "Mirror half of the training crops at random; validation images are never flipped.",
         applies=lambda c, x: c.crop_mode == "standard", applies_text="with one crop per image"),
+    # augmentation (torchvision.transforms.v2), training images only, one crop only
+    FieldDescription(
+        "color_jitter_brightness", "Colour jitter: brightness",
+        "Scale each training crop's brightness by a random factor in [1 - x, 1 + x], as "
+        "torchvision's ColorJitter; 0 leaves it.", unit="strength, 0 or more",
+        applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "color_jitter_contrast", "Colour jitter: contrast",
+        "Scale each training crop's contrast by a random factor in [1 - x, 1 + x]; 0 leaves it.",
+        unit="strength, 0 or more", applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "color_jitter_saturation", "Colour jitter: saturation",
+        "Scale each training crop's colour saturation by a random factor in [1 - x, 1 + x] "
+        "(greyscale images have none); 0 leaves it.", unit="strength, 0 or more",
+        applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "color_jitter_hue", "Colour jitter: hue",
+        "Shift each training crop's hue by a random amount in [-x, x] of the colour circle "
+        "(greyscale images have none); 0 leaves it.", unit="share of the colour circle, 0 to 0.5",
+        applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "rotation_degrees", "Random rotation",
+        "Rotate each training crop about its centre by a random angle in [-x, x], as "
+        "torchvision's RandomRotation (nearest pixel, corners filled black); 0 leaves it.",
+        unit="degrees, 0 to 180", applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "auto_augment", "Automatic augmentation policy",
+        "A policy of random image operations applied to each training crop, as torchvision's "
+        "reference --auto-augment.",
+        choices={"none": "None",
+                 "trivial_augment_wide": "TrivialAugmentWide (one random operation, random "
+                                         "strength)",
+                 "rand_augment": "RandAugment (a few random operations at a set magnitude)"},
+        applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "rand_augment_num_ops", "RandAugment operations",
+        "How many random operations RandAugment applies to each training crop.",
+        unit="operations", applies=lambda c, x: _one_crop(c, x) and c.auto_augment ==
+        "rand_augment", applies_text="with the RandAugment policy and one crop per image"),
+    FieldDescription(
+        "rand_augment_magnitude", "RandAugment magnitude",
+        "The strength of RandAugment's operations, as torchvision's reference --ra-magnitude.",
+        unit="step of 31, 0 to 30", applies=lambda c, x: _one_crop(c, x) and c.auto_augment ==
+        "rand_augment", applies_text="with the RandAugment policy and one crop per image"),
+    FieldDescription(
+        "mixup_alpha", "Mixup alpha",
+        "Blend each training batch with itself shifted by one image, in a share drawn from "
+        "Beta(alpha, alpha), and the labels likewise (torchvision's v2.MixUp; with cutmix on "
+        "too, each batch takes one of the two at random). Training accuracy then counts the "
+        "label with the larger share; 0 is off.", unit="Beta alpha, 0 or more",
+        applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "cutmix_alpha", "CutMix alpha",
+        "Paste a random box of the batch's neighbouring image into each training image, the "
+        "labels mixed by the box's area (torchvision's v2.CutMix). Training accuracy then counts "
+        "the label with the larger share; 0 is off.", unit="Beta alpha, 0 or more",
+        applies=_one_crop, applies_text=_ONE_CROP),
+    FieldDescription(
+        "label_smoothing", "Label smoothing",
+        "Move this share of each training target evenly onto all classes (the loss's "
+        "label_smoothing); the validation loss stays plain cross-entropy, so it stays "
+        "comparable between runs.", unit="share, from 0 up to (not including) 1"),
     # optimisation
     FieldDescription("epochs", "Epochs", "How many times training goes over every image.",
                      unit="passes over the training images"),

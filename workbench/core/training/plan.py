@@ -69,9 +69,7 @@ def plan_run(
         cache_features = False
     cache_train_features = cache_features and config.train_transform_is_deterministic
     if cache_features and not cache_train_features:
-        notes.append(("info", "Standard crops are random every epoch, so only validation "
-                              "features are cached; choose five_crop or ten_crop to cache "
-                              "both."))
+        notes.append(("info", _random_training_pixels(config)))
     images_on_device = config.images_on_device
     if images_on_device and distributed:
         notes.append(("info", "Under torchrun each process reads its own share of the images "
@@ -82,3 +80,13 @@ def plan_run(
         cache_features=cache_features, cache_train_features=cache_train_features,
         images_on_device=images_on_device, notes=tuple(notes),
     )
+
+
+def _random_training_pixels(config: TrainConfig) -> str:
+    """Why the training images' features cannot be cached, in one sentence."""
+    augmentations = config.augmentations_on
+    if augmentations:
+        return (f"The training augmentations ({', '.join(augmentations)}) change the training "
+                "pixels every epoch, so only validation features are cached.")
+    return ("Standard crops are random every epoch, so only validation features are cached; "
+            "choose five_crop or ten_crop to cache both.")

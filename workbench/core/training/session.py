@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from workbench.core.data.augmentation.mixing import batch_mixer_for
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.data_pipeline import DataPipeline, build_data_pipeline
 from workbench.core.data.decode_failures import FailedImages, left_out_message
@@ -39,10 +40,7 @@ from workbench.core.models.checkpoint_format import (
     restore_training_state,
     write_workbench_file,
 )
-from workbench.core.models.prediction_records import (
-    PredictionCollector,
-    write_best_predictions,
-)
+from workbench.core.models.prediction_records import PredictionCollector, write_best_predictions
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import CallbackList, EpochEnd, Message, Progress, RunEnd, RunStart
@@ -166,7 +164,8 @@ class TrainingSession:
             callback=self.events, control=self.control, gpu_monitor=GpuMonitor(self.device),
             max_steps=cfg.max_steps_per_epoch, amp_dtype=precision.dtype,
             on_failed_samples=lambda _failed_in_batch: self.failed_images.check(),
-        )
+            label_smoothing=cfg.label_smoothing,
+            mixer=batch_mixer_for(cfg, len(self.scan.class_names)))
 
     def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
         if not self.dist.is_main:

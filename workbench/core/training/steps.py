@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from workbench.core.data.augmentation.mixing import BatchMixer, soft_target_loss
 from workbench.core.data.multicrop import IGNORE_LABEL, count_correct, multicrop_loss
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.devices.memory import free_device_memory, memory_stats
@@ -55,6 +56,10 @@ class StepContext:
     on_failed_samples: Callable[[int], None] | None = None
     # Sets images/s against the GPU's throttle reasons; the log says when throttling starts.
     throttle_watch: ThrottleWatch = field(default_factory=ThrottleWatch)
+    # The training loss only: validation stays plain cross-entropy, comparable between runs.
+    label_smoothing: float = 0.0
+    # Mixup/CutMix of each prepared training image batch (never of cached features).
+    mixer: BatchMixer | None = None
 
     @property
     def device_type(self) -> str:
@@ -115,8 +120,12 @@ def run_training_steps(
         _report_failed_samples(ctx, raw_labels)
         inputs, labels = prepare(raw_inputs, raw_labels)
         ctx.step = step + 1
+        targets = None
+        if ctx.mixer is not None and inputs.dim() == 4:
+            mixed = ctx.mixer(inputs, labels)
+            inputs, targets, labels = mixed.images, mixed.targets, mixed.dominant_labels
         loss_value, correct, counted = _optimise_or_free(ctx, forward, inputs, labels,
-                                                         len(raw_labels))
+                                                         len(raw_labels), targets)
         done = time.perf_counter()
         steps += 1
         ctx.global_step += 1
@@ -140,6 +149,7 @@ def _optimise_or_free(
     inputs: torch.Tensor,
     labels: torch.Tensor,
     batch_size: int,
+    targets: torch.Tensor | None = None,
 ) -> tuple[float, int, int]:
     """One step; when the device runs out of memory, free what the step held and raise.
 
@@ -148,7 +158,7 @@ def _optimise_or_free(
     """
     detail = ""
     try:
-        return _optimise(ctx, forward, inputs, labels)
+        return _optimise(ctx, forward, inputs, labels, targets)
     except torch.OutOfMemoryError as exc:
         detail = first_line(exc)  # keep only text: the error's frames hold the activations
     # Outside the except block the caught error and its traceback are gone, so the step's
@@ -170,12 +180,18 @@ def _optimise(
     forward: Callable[[torch.Tensor], torch.Tensor],
     inputs: torch.Tensor,
     labels: torch.Tensor,
+    targets: torch.Tensor | None,
 ) -> tuple[float, int, int]:
+    """``labels``: for accuracy (with mixed ``targets``, each image's dominant label)."""
     with ctx.autocast():
         logits = forward(inputs)
-    loss, sample_logits = multicrop_loss(
-        logits.float(), labels, ctx.crops, ctx.strategy, ctx.class_weights
-    )
+    if targets is None:
+        loss, sample_logits = multicrop_loss(logits.float(), labels, ctx.crops, ctx.strategy,
+                                             ctx.class_weights, ctx.label_smoothing)
+    else:
+        sample_logits = logits.float()
+        loss = soft_target_loss(sample_logits, targets, labels, ctx.class_weights,
+                                ctx.label_smoothing)
     ctx.optimizer.zero_grad(set_to_none=True)
     loss_value = float(loss.item())
     if not math.isfinite(loss_value):

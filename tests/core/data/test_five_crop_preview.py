@@ -16,7 +16,12 @@ from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.five_crop_preview import five_crop_preview
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.data.synthetic_images import draw_shape_image
-from workbench.core.data.transforms import build_eval_transform, normalization_for
+from workbench.core.data.transforms import (
+    build_eval_transform,
+    build_train_transform,
+    normalization_for,
+    train_source_size,
+)
 from workbench.core.runs.config import TrainConfig
 
 
@@ -149,3 +154,42 @@ def test_undecodable_file_raises_decode_error(tmp_path: Path) -> None:
     path.write_bytes(b"not a png")
     with pytest.raises(ImageDecodeError, match="broken.png"):
         five_crop_preview(str(path), _config())
+
+
+ALL_AUGMENTATIONS = {
+    "color_jitter_brightness": 0.4, "color_jitter_contrast": 0.4,
+    "color_jitter_saturation": 0.4, "color_jitter_hue": 0.1, "rotation_degrees": 20.0,
+    "auto_augment": "rand_augment", "mixup_alpha": 0.2, "cutmix_alpha": 1.0,
+}
+
+
+@pytest.mark.parametrize("model", ["resnet18", "small_cnn"])
+def test_the_augmented_preview_is_what_trainings_transform_gives_for_the_seed(
+        tmp_path: Path, model) -> None:
+    path = _photo(tmp_path, size=(80, 60))
+    config = _config(crop_mode="standard", model=model, weights="none", **ALL_AUGMENTATIONS)
+    grayscale = model == "small_cnn"
+    # Training decodes the random crop's source at train_source_size, as the preview does.
+    size, upscale = train_source_size(config)
+    source = load_image_uint8(str(path), size, grayscale, upscale=upscale)
+    mean, std = normalization_for(config)
+    preparer = BatchPreparer(mean, std, "cpu", channels_last=False)
+    shown = []
+    for seed in (0, 1, 2):
+        preview = five_crop_preview(str(path), config, seed=seed)
+        # The images kept on the device crop and augment a batch with a seeded generator.
+        crop = build_train_transform(config).batch(source.unsqueeze(0),
+                                                   torch.Generator().manual_seed(seed))
+        floats, _ = preparer(crop, torch.tensor([0]))
+        expected = preparer.denormalize(floats)[0].expand(3, -1, -1).permute(1, 2, 0).numpy()
+        assert np.array_equal(preview.train.crops[0], expected)
+        assert preview.train.labels[0].endswith("+ rotation \u00b120\u00b0, colour jitter, "
+                                                "RandAugment")
+        assert "mixup (alpha 0.2) or cutmix (alpha 1)" in preview.mixing_note
+        shown.append(preview.train.crops[0])
+    assert not np.array_equal(shown[0], shown[1]), "a new seed is a new draw"
+    plain = five_crop_preview(str(path), _config(crop_mode="standard", model=model,
+                                                 weights="none"), seed=0)
+    assert not np.array_equal(plain.train.crops[0], shown[0])
+    assert plain.train.boxes == five_crop_preview(str(path), config, seed=0).train.boxes
+    assert plain.mixing_note == ""

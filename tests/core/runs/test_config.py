@@ -87,3 +87,28 @@ def test_derived_values():
     assert TrainConfig(model="small_cnn").in_channels == 1
     assert TrainConfig(crop_mode="five_crop").train_transform_is_deterministic
     assert not TrainConfig(crop_mode="standard").train_transform_is_deterministic
+
+
+def test_augmentations_are_refused_with_five_or_ten_crops_and_their_ranges_checked(tmp_path):
+    on = {"color_jitter_brightness": 0.4, "color_jitter_contrast": 0.4,
+          "color_jitter_saturation": 0.4, "color_jitter_hue": 0.1, "rotation_degrees": 15.0,
+          "auto_augment": "trivial_augment_wide", "mixup_alpha": 0.2, "cutmix_alpha": 1.0}
+    standard = TrainConfig(data_root=str(tmp_path), crop_mode="standard", label_smoothing=0.1,
+                           **on)
+    assert standard.validate() == []
+    for mode in ("five_crop", "ten_crop"):
+        problems = dict(standard.replace(crop_mode=mode).field_problems())
+        assert sorted(problems) == sorted(on)
+        assert problems["mixup_alpha"] == (
+            f"Mixup alpha (mixup_alpha): applies only with one crop per image (crop_mode "
+            f"standard); {mode} crops are fixed, so set it to 0 or choose standard")
+        assert problems["auto_augment"].endswith("so set it to none or choose standard")
+    # Label smoothing is a loss setting: it works with every crop mode.
+    assert TrainConfig(data_root=str(tmp_path), crop_mode="five_crop",
+                       label_smoothing=0.2).validate() == []
+    bad = TrainConfig(data_root=str(tmp_path), crop_mode="standard", color_jitter_hue=0.6,
+                      rotation_degrees=-1.0, label_smoothing=1.0, mixup_alpha=-0.5,
+                      rand_augment_num_ops=0, rand_augment_magnitude=31)
+    assert sorted(name for name, _ in bad.field_problems()) == [
+        "color_jitter_hue", "label_smoothing", "mixup_alpha", "rand_augment_magnitude",
+        "rand_augment_num_ops", "rotation_degrees"]

@@ -51,6 +51,23 @@ def test_feature_cache_only_for_a_frozen_backbone_and_both_splits_only_for_fixed
     assert not plan_run(five.replace(cache_features=False), "cpu", False).cache_features
 
 
+def test_augmentations_keep_training_features_uncached_and_say_why():
+    config = TrainConfig(finetune="last_layer", cache_features=True, crop_mode="standard",
+                         color_jitter_brightness=0.3, mixup_alpha=0.2)
+    plan = plan_run(config, "cpu", distributed=False)
+    assert plan.cache_features and not plan.cache_train_features
+    assert ("The training augmentations (color_jitter_brightness, mixup_alpha) change the "
+            "training pixels every epoch, so only validation features are cached."
+            ) in _texts(plan)
+    # Five crops with an augmentation (a config validation refuses) never cache stale pixels.
+    five = plan_run(config.replace(crop_mode="five_crop"), "cpu", distributed=False)
+    assert five.cache_features and not five.cache_train_features
+    # Label smoothing changes the loss, not the pixels: five crops' features stay cached.
+    smoothing = config.replace(crop_mode="five_crop", color_jitter_brightness=0.0,
+                               mixup_alpha=0.0, label_smoothing=0.1)
+    assert plan_run(smoothing, "cpu", distributed=False).cache_train_features
+
+
 def test_torchrun_turns_off_the_single_process_shortcuts_and_says_why():
     config = TrainConfig(finetune="last_layer", cache_features=True, images_on_device=True)
     single = plan_run(config, "cpu", distributed=False)

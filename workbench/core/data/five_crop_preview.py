@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from workbench.core.data.augmentation.pixel_augmentation import pixel_augmentation_for
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.batched_crops import multi_crop_boxes
 from workbench.core.data.image_cache import load_image_uint8
@@ -46,12 +47,17 @@ class CropPreview:
 
 @dataclass
 class AugmentationPreview:
-    """Train and val views of one image; ``original_size`` is (width, height) as displayed."""
+    """Train and val views of one image; ``original_size`` is (width, height) as displayed.
+
+    ``mixing_note`` says how mixup/cutmix change the training crops when they are on (they mix
+    pairs of images within a batch, so one image cannot show them); '' when they are off.
+    """
 
     path: str
     original_size: tuple[int, int]
     train: CropPreview
     val: CropPreview
+    mixing_note: str = ""
 
 
 def five_crop_preview(
@@ -61,10 +67,12 @@ def five_crop_preview(
 
     Args:
         image: a file path, or an opened Pillow image.
-        config: a ``TrainConfig``; crop_mode, resize_size, crop_size, train_hflip and model
-            (grayscale, normalisation) are used.
-        seed: seed of the standard mode's random crop and flip; the process-wide random
-            state is left alone.
+        config: a ``TrainConfig``; crop_mode, resize_size, crop_size, train_hflip, the crop's
+            scale and ratio ranges, the pixel augmentations and model (grayscale,
+            normalisation) are used.
+        seed: seed of the standard mode's random crop, flip and pixel augmentations (the
+            generator training's transform takes); the process-wide random state is left
+            alone.
 
     Raises:
         ImageDecodeError: the file cannot be decoded.
@@ -88,7 +96,24 @@ def five_crop_preview(
     else:
         train = _multi_crop(resized, resized_rgb, config, preparer, build_train_transform)
         val = _multi_crop(resized, resized_rgb, config, preparer, build_eval_transform)
-    return AugmentationPreview(path, original_size, train, val)
+    return AugmentationPreview(path, original_size, train, val, mixing_note(config))
+
+
+def mixing_note(config: Any) -> str:
+    """How mixup/cutmix change the training crops shown, or '' when they are off."""
+    if config.crop_mode != "standard":
+        return ""
+    methods = [f"{name} (alpha {alpha:g})" for name, alpha in
+               (("mixup", config.mixup_alpha), ("cutmix", config.cutmix_alpha)) if alpha > 0]
+    if not methods:
+        return ""
+    how = {"mixup": "blends it with the batch's previous image", "cutmix": "pastes a random box "
+           "of the batch's previous image into it"}
+    chosen = " or ".join(how[m.split()[0]] for m in methods)
+    return (f"Then {' or '.join(methods)}: each training batch is mixed with itself shifted "
+            f"by one image, so every crop above reaches the model after training {chosen}, "
+            "its label mixed in the same share. That needs a second image, so it is not "
+            "drawn here.")
 
 
 def _multi_crop(
@@ -119,6 +144,9 @@ def _standard_train(
     generator = torch.Generator().manual_seed(seed)
     crop, box, flipped = seeded_train_crop(config, resized, generator)
     label = "random crop (flipped)" if flipped else "random crop"
+    augmentation = pixel_augmentation_for(config)
+    if augmentation is not None:
+        label += " + " + ", ".join(augmentation.describe())
     return CropPreview(resized_rgb, [box], _model_view(crop, preparer), [label])
 
 

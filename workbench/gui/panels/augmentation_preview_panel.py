@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QScrollArea,
     QSizePolicy,
     QToolButton,
@@ -45,15 +46,21 @@ MIN_CROP_DISPLAY = 48
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
 DEBOUNCE_MS = 30
 # The settings a preview depends on; changing any other (lr, epochs...) keeps the preview.
-PREVIEW_FIELDS = ("crop_mode", "resize_size", "crop_size", "train_hflip", "model")
+PREVIEW_FIELDS = ("crop_mode", "resize_size", "crop_size", "train_hflip", "model",
+                  "crop_scale_min", "crop_scale_max", "crop_ratio_min", "crop_ratio_max",
+                  "color_jitter_brightness", "color_jitter_contrast", "color_jitter_saturation",
+                  "color_jitter_hue", "rotation_degrees", "auto_augment", "rand_augment_num_ops",
+                  "rand_augment_magnitude", "mixup_alpha", "cutmix_alpha")
 
 
-def timed_preview(path: str, config: TrainConfig) -> tuple[AugmentationPreview, float]:
-    """Pool thread: the preview and the seconds it took (import kept out of panel start-up)."""
+def timed_preview(path: str, config: TrainConfig, seed: int = 0
+                  ) -> tuple[AugmentationPreview, float]:
+    """Pool thread: the preview with the random draws of ``seed`` and the seconds it took
+    (import kept out of panel start-up)."""
     from workbench.core.data.five_crop_preview import five_crop_preview
 
     start = time.perf_counter()
-    preview = five_crop_preview(path, config)
+    preview = five_crop_preview(path, config, seed)
     return preview, time.perf_counter() - start
 
 
@@ -233,6 +240,7 @@ class AugmentationPreviewPanel(QWidget):
         super().__init__(parent)
         self._config = TrainConfig()
         self._path = ""
+        self._seed = 0  # of the training crop's random draws; "New draw" moves it on
         self._preview: AugmentationPreview | None = None
         self._requested_config = self._config
         self._runner = LatestRequestRunner(self, priority=1)
@@ -241,11 +249,13 @@ class AugmentationPreviewPanel(QWidget):
         self._debounce.setInterval(DEBOUNCE_MS)
         self._build_widgets()
         self._build_layout()
+        self._update_new_draw_button()
 
         self._debounce.timeout.connect(self._request_preview)
         self._runner.result_ready.connect(self._on_preview_ready)
         self._runner.failed.connect(self._on_preview_failed)
         self._show_group.idToggled.connect(self._on_show_toggled)
+        self.new_draw_button.clicked.connect(self._on_new_draw_clicked)
 
     def _build_widgets(self) -> None:
         self.status_label = QLabel("Pick an image to see what the model receives.")
@@ -255,6 +265,11 @@ class AugmentationPreviewPanel(QWidget):
         self.error_label.setStyleSheet("color: #c0392b;")
         self.error_label.setWordWrap(True)
         self.error_label.hide()
+        self.new_draw_button = QPushButton("New draw")
+        self.mixing_label = QLabel()
+        self.mixing_label.setObjectName("mixingNote")
+        self.mixing_label.setWordWrap(True)
+        self.mixing_label.hide()
         self.train_view = SplitPreviewView("Training: what each step learns from")
         self.val_view = SplitPreviewView("Validation: what accuracy is measured on")
         self._show_group = QButtonGroup(self)
@@ -272,11 +287,13 @@ class AugmentationPreviewPanel(QWidget):
     def _build_layout(self) -> None:
         header = QHBoxLayout()
         header.addWidget(self.status_label, 1)
+        header.addWidget(self.new_draw_button)
         header.addWidget(QLabel("Show:"))
         for button in self.show_buttons.values():
             header.addWidget(button)
         content = QWidget()
         content_layout = QVBoxLayout(content)
+        content_layout.addWidget(self.mixing_label)
         content_layout.addWidget(self.train_view)
         content_layout.addWidget(self.val_view)
         content_layout.addStretch(1)
@@ -290,9 +307,11 @@ class AugmentationPreviewPanel(QWidget):
 
     # ---------------------------------------------------------------- public API
     def set_config(self, config: TrainConfig) -> None:
-        """Preview with these settings; only crop mode, sizes, flips and model matter."""
+        """Preview with these settings; only the crop and augmentation settings and the model
+        matter."""
         relevant_change = _preview_settings(config) != _preview_settings(self._config)
         self._config = config
+        self._update_new_draw_button()
         if relevant_change or self._preview is None:
             self._schedule()
 
@@ -313,6 +332,10 @@ class AugmentationPreviewPanel(QWidget):
         """The preview on screen; None before the first, while superseded, or after an error."""
         return self._preview
 
+    def draw_seed(self) -> int:
+        """The seed of the training crop's random draws on screen (moved on by New draw)."""
+        return self._seed
+
     def wait_for_preview(self, msecs: int = -1) -> bool:
         """Block until the pool has finished previewing (shutdown and tests); False on timeout."""
         return self._runner.wait_for_done(msecs)
@@ -328,7 +351,7 @@ class AugmentationPreviewPanel(QWidget):
     @Slot()
     def _request_preview(self) -> None:
         self._requested_config = self._config
-        self._runner.submit(timed_preview, self._path, self._config)
+        self._runner.submit(timed_preview, self._path, self._config, self._seed)
 
     @Slot(object)
     def _on_preview_ready(self, outcome: tuple[AugmentationPreview, float]) -> None:
@@ -337,18 +360,35 @@ class AugmentationPreviewPanel(QWidget):
         self.error_label.hide()
         self.train_view.show_preview(preview.train)
         self.val_view.show_preview(preview.val)
+        self.mixing_label.setText(preview.mixing_note)
+        self.mixing_label.setVisible(bool(preview.mixing_note))
         self.status_label.setText(describe_preview(preview, self._requested_config, seconds))
         self.preview_ready.emit(preview)
 
     @Slot(str)
     def _on_preview_failed(self, message: str) -> None:
         self._preview = None
+        self.mixing_label.hide()
         self.train_view.clear_preview()
         self.val_view.clear_preview()
         self.status_label.setText("No preview.")
         self.error_label.setText(f"No preview: {message}")
         self.error_label.show()
         self.preview_failed.emit(message)
+
+    def _update_new_draw_button(self) -> None:
+        """Only the standard mode's training crop is random; five and ten crops are fixed."""
+        standard = self._config.crop_mode == "standard"
+        self.new_draw_button.setEnabled(standard)
+        self.new_draw_button.setToolTip(
+            "Draw new random values for the training crop: its box, flip and augmentations, "
+            "exactly as training draws them." if standard else
+            "Five and ten crops are the same every time: there is nothing random to draw.")
+
+    @Slot()
+    def _on_new_draw_clicked(self) -> None:
+        self._seed += 1
+        self._schedule()
 
     @Slot(int, bool)
     def _on_show_toggled(self, _button_id: int, checked: bool) -> None:

@@ -34,6 +34,10 @@ _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "weights", "weights_file", "finetune")),
     ("Crops", ("crop_mode", "crop_strategy", "resize_size", "crop_size", "crop_scale_min",
                "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip")),
+    ("Augmentation (training only)", (
+        "color_jitter_brightness", "color_jitter_contrast", "color_jitter_saturation",
+        "color_jitter_hue", "rotation_degrees", "auto_augment", "rand_augment_num_ops",
+        "rand_augment_magnitude", "mixup_alpha", "cutmix_alpha", "label_smoothing")),
     ("Optimisation", ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay",
                       "scheduler", "lr_step_size", "lr_gamma", "imbalance", "early_stopping",
                       "early_stopping_patience")),
@@ -56,6 +60,14 @@ _NUMBER_EDITORS: dict[str, dict[str, object]] = {
     "crop_scale_max": {"decimals": 6, "step": 0.05},
     "crop_ratio_min": {"decimals": 6, "step": 0.05},
     "crop_ratio_max": {"decimals": 6, "step": 0.05},
+    "color_jitter_brightness": {"decimals": 3, "step": 0.1},
+    "color_jitter_contrast": {"decimals": 3, "step": 0.1},
+    "color_jitter_saturation": {"decimals": 3, "step": 0.1},
+    "color_jitter_hue": {"decimals": 3, "step": 0.05},
+    "rotation_degrees": {"decimals": 1, "step": 5.0},
+    "mixup_alpha": {"decimals": 3, "step": 0.1},
+    "cutmix_alpha": {"decimals": 3, "step": 0.1},
+    "label_smoothing": {"decimals": 3, "step": 0.05},
 }
 _TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
     "weights_file": ("a state_dict .pt file", True),

@@ -164,3 +164,30 @@ def test_small_digit_crops_are_enlarged_pixel_for_pixel(qtbot, panel, photo):
     for y, x in ((0, 0), (13, 7), (27, 27)):
         colour = shown.pixelColor(2 * x + 1, 2 * y + 1)
         assert (colour.red(), colour.green(), colour.blue()) == tuple(int(v) for v in crop[y, x])
+
+
+def test_new_draw_shows_new_random_augmentations_of_the_training_crop(qtbot, panel, photo):
+    settings = config(crop_mode="standard", color_jitter_brightness=0.5, rotation_degrees=30.0,
+                      auto_augment="trivial_augment_wide", mixup_alpha=0.2)
+    first = show_preview(qtbot, panel, settings, photo)
+    assert panel.new_draw_button.isEnabled()
+    assert first.train.labels[0].endswith("rotation \u00b130\u00b0, colour jitter, "
+                                          "TrivialAugmentWide")
+    assert not panel.mixing_label.isHidden()
+    assert "mixup (alpha 0.2)" in panel.mixing_label.text()
+    assert "not drawn here" in panel.mixing_label.text()
+    shown = panel.train_view.tiles[0].image_label.pixmap().toImage()
+
+    with qtbot.waitSignal(panel.preview_ready, timeout=PREVIEW_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(panel.new_draw_button, Qt.MouseButton.LeftButton)
+    second = blocker.args[0]
+    assert panel.draw_seed() == 1
+    assert second.train.boxes != first.train.boxes or not (
+        second.train.crops[0] == first.train.crops[0]).all()
+    assert panel.train_view.tiles[0].image_label.pixmap().toImage() != shown
+    assert (second.val.crops[0] == first.val.crops[0]).all()  # validation is never random
+
+    # Five crops are fixed: nothing to draw, and no mixing to explain.
+    show_preview(qtbot, panel, config(crop_mode="five_crop"))
+    assert not panel.new_draw_button.isEnabled()
+    assert panel.mixing_label.isHidden()

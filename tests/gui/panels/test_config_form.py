@@ -247,3 +247,45 @@ def test_a_greyed_out_field_with_a_problem_stays_editable(form):
     assert _enabled(form, "val_fraction")
     assert form.field_problem_text("val_fraction").startswith(
         "Validation fraction (val_fraction): must be between 0 and 1")
+
+
+AUGMENTATION_VALUES = {
+    "color_jitter_brightness": 0.4, "color_jitter_contrast": 0.3,
+    "color_jitter_saturation": 0.2, "color_jitter_hue": 0.1, "rotation_degrees": 15.0,
+    "auto_augment": "rand_augment", "rand_augment_num_ops": 3, "rand_augment_magnitude": 12,
+    "mixup_alpha": 0.2, "cutmix_alpha": 1.0, "label_smoothing": 0.1,
+}
+
+
+def test_augmentation_rows_edit_the_config_and_grey_out_with_five_or_ten_crops(form):
+    group = form.findChild(FieldRow, "field_mixup_alpha").parentWidget()
+    assert group.title() == "Augmentation (training only)"
+    _set_widget(form, "crop_mode", "standard")
+    assert not _enabled(form, "rand_augment_num_ops")  # no RandAugment chosen yet
+    for field, value in AUGMENTATION_VALUES.items():
+        assert _enabled(form, field), field
+        _set_widget(form, field, value)
+    assert {f: getattr(form.config(), f) for f in AUGMENTATION_VALUES} == AUGMENTATION_VALUES
+    assert form.problems() == []
+
+    # Five crops are fixed: every pixel augmentation on is refused at its own row, which
+    # stays editable so it can be set back to off.
+    _set_widget(form, "crop_mode", "five_crop")
+    assert form.field_problem_text("rotation_degrees") == (
+        "Random rotation (rotation_degrees): applies only with one crop per image (crop_mode "
+        "standard); five_crop crops are fixed, so set it to 0 or choose standard")
+    assert _enabled(form, "rotation_degrees")
+    _set_widget(form, "rotation_degrees", 0.0)
+    assert form.field_problem_text("rotation_degrees") == ""
+    assert not _enabled(form, "rotation_degrees")
+    assert not _enabled(form, "rand_augment_magnitude")  # not a problem, only ignored
+    assert _enabled(form, "label_smoothing")  # a loss setting, for every crop mode
+    for field in ("color_jitter_brightness", "color_jitter_contrast",
+                  "color_jitter_saturation", "color_jitter_hue"):
+        _set_widget(form, field, 0.0)
+    _set_widget(form, "auto_augment", "none")
+    _set_widget(form, "mixup_alpha", 0.0)
+    _set_widget(form, "cutmix_alpha", 0.0)
+    assert form.problems() == []
+    assert not any(_enabled(form, field) for field in AUGMENTATION_VALUES
+                   if field != "label_smoothing")

@@ -65,15 +65,20 @@ def test_soft_target_loss_on_known_numbers() -> None:
     logits = torch.tensor([[math.log(3.0), 0.0]])
     loss = soft_target_loss(logits, torch.tensor([[0.8, 0.2]]), torch.tensor([0]))
     assert loss.item() == pytest.approx(-(0.8 * math.log(0.75) + 0.2 * math.log(0.25)))
+    # Smoothing 0.2 over two classes moves that target to (0.74, 0.26).
+    smoothed = soft_target_loss(logits, torch.tensor([[0.8, 0.2]]), torch.tensor([0]),
+                                label_smoothing=0.2)
+    assert smoothed.item() == pytest.approx(-(0.74 * math.log(0.75) + 0.26 * math.log(0.25)))
 
 
-def test_label_smoothing_reaches_the_training_loss_on_known_numbers() -> None:
+@pytest.mark.parametrize("strategy", ["repeat_labels", "average_logits"])
+def test_label_smoothing_reaches_the_training_loss_on_known_numbers(strategy) -> None:
     # Three classes, logits (ln 2, 0, 0): p = (1/2, 1/4, 1/4). Smoothing 0.3 moves the target
-    # from (1, 0, 0) to (0.8, 0.1, 0.1).
-    logits = torch.tensor([[math.log(2.0), 0.0, 0.0]])
+    # from (1, 0, 0) to (0.8, 0.1, 0.1). Two crops of one image, both with those logits.
+    logits = torch.tensor([[math.log(2.0), 0.0, 0.0]] * 2)
     labels = torch.tensor([0])
-    plain, _ = multicrop_loss(logits, labels, 1, "repeat_labels")
-    smoothed, _ = multicrop_loss(logits, labels, 1, "repeat_labels", label_smoothing=0.3)
+    plain, _ = multicrop_loss(logits, labels, 2, strategy)
+    smoothed, _ = multicrop_loss(logits, labels, 2, strategy, label_smoothing=0.3)
     assert plain.item() == pytest.approx(math.log(2))
     assert smoothed.item() == pytest.approx(-(0.8 * math.log(0.5) + 0.2 * math.log(0.25)))
 

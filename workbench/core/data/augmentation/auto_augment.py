@@ -48,8 +48,10 @@ class AutoAugmentPolicy:
             return torch.stack([policy(image) for image in images])
         seeds = torch.randint(SEED_RANGE, (images.shape[0],), generator=generator).tolist()
         augmented = []
-        for image, seed in zip(images, seeds, strict=True):
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
+        with torch.random.fork_rng(devices=[]):
+            for image, seed in zip(images, seeds, strict=True):
+                # The policies draw on the CPU generator only; reseeding just that one is
+                # far cheaper than torch.manual_seed, which visits every device type.
+                torch.default_generator.manual_seed(seed)
                 augmented.append(policy(image))
         return torch.stack(augmented)

@@ -183,8 +183,8 @@ def test_the_augmented_preview_is_what_trainings_transform_gives_for_the_seed(
         floats, _ = preparer(crop, torch.tensor([0]))
         expected = preparer.denormalize(floats)[0].expand(3, -1, -1).permute(1, 2, 0).numpy()
         assert np.array_equal(preview.train.crops[0], expected)
-        assert preview.train.labels[0].endswith("+ rotation \u00b120\u00b0, colour jitter, "
-                                                "RandAugment")
+        assert preview.train.labels[0].endswith(
+            "\n+ rotation \u00b120\u00b0\n+ colour jitter\n+ RandAugment")
         assert "mixup (alpha 0.2) or cutmix (alpha 1)" in preview.mixing_note
         shown.append(preview.train.crops[0])
     assert not np.array_equal(shown[0], shown[1]), "a new seed is a new draw"

@@ -171,8 +171,8 @@ def test_new_draw_shows_new_random_augmentations_of_the_training_crop(qtbot, pan
                       auto_augment="trivial_augment_wide", mixup_alpha=0.2)
     first = show_preview(qtbot, panel, settings, photo)
     assert panel.new_draw_button.isEnabled()
-    assert first.train.labels[0].endswith("rotation \u00b130\u00b0, colour jitter, "
-                                          "TrivialAugmentWide")
+    assert first.train.labels[0].endswith(
+        "\n+ rotation \u00b130\u00b0\n+ colour jitter\n+ TrivialAugmentWide")
     assert not panel.mixing_label.isHidden()
     assert "mixup (alpha 0.2)" in panel.mixing_label.text()
     assert "not drawn here" in panel.mixing_label.text()

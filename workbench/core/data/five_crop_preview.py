@@ -146,7 +146,7 @@ def _standard_train(
     label = "random crop (flipped)" if flipped else "random crop"
     augmentation = pixel_augmentation_for(config)
     if augmentation is not None:
-        label += " + " + ", ".join(augmentation.describe())
+        label += "".join(f"\n+ {part}" for part in augmentation.describe())
     return CropPreview(resized_rgb, [box], _model_view(crop, preparer), [label])
 
 

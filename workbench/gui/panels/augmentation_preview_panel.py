@@ -169,7 +169,8 @@ class CropTile(QFrame):
             pixmap = pixmap.scaled(pixmap.width() * factor, pixmap.height() * factor,
                                    Qt.AspectRatioMode.IgnoreAspectRatio,
                                    Qt.TransformationMode.FastTransformation)
-            caption = f"{caption} (\u00d7{factor})"
+            first, *rest = caption.split("\n")  # the enlargement belongs to the crop's line
+            caption = "\n".join([f"{first} (\u00d7{factor})", *rest])
         self.image_label.setPixmap(pixmap)
         self.caption_label.setText(caption)
         self.setStyleSheet(
@@ -293,8 +294,8 @@ class AugmentationPreviewPanel(QWidget):
             header.addWidget(button)
         content = QWidget()
         content_layout = QVBoxLayout(content)
-        content_layout.addWidget(self.mixing_label)
         content_layout.addWidget(self.train_view)
+        content_layout.addWidget(self.mixing_label)
         content_layout.addWidget(self.val_view)
         content_layout.addStretch(1)
         self.scroll_area = QScrollArea()

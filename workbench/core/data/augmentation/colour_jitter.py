@@ -62,15 +62,16 @@ def jitter(images: torch.Tensor, factors: torch.Tensor, order: torch.Tensor,
     """Apply the operations whose strength is not 0 in each image's ``order``."""
     device = images.device
     pixels = images.float()
-    factors = factors.to(device=device, dtype=torch.float32)
-    order = order.to(device)
+    factors = factors.to(dtype=torch.float32)
+    order = order.cpu()  # which images take which step is decided here, without a GPU sync
     for position in range(4):
         for operation in range(4):
             if not strengths[operation]:
                 continue
             chosen = (order[:, position] == operation).nonzero().squeeze(1)
             if chosen.numel():
-                factor = factors[chosen, operation].view(-1, 1, 1, 1)
+                factor = factors[chosen, operation].view(-1, 1, 1, 1).to(device)
+                chosen = chosen.to(device)
                 pixels[chosen] = _ADJUST[operation](pixels[chosen], factor)
     return pixels.round_().clamp_(0, 255).to(torch.uint8)
 

@@ -89,10 +89,3 @@ def test_a_mixer_only_where_mixing_is_on_and_the_crop_is_random() -> None:
         BatchMixer(3, 0.0, 1.0)
     assert batch_mixer_for(TrainConfig(crop_mode="five_crop", mixup_alpha=0.2), 3) is None
 
-
-@pytest.mark.parametrize("alphas", [(0.4, 0.0), (0.0, 1.0)], ids=["mixup", "cutmix"])
-def test_a_channels_last_batch_stays_channels_last(alphas) -> None:
-    images, labels = _batch()
-    images = images.contiguous(memory_format=torch.channels_last)
-    mixed = BatchMixer(5, *alphas)(images, labels)
-    assert mixed.images.is_contiguous(memory_format=torch.channels_last)

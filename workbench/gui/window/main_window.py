@@ -37,6 +37,7 @@ from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
 from workbench.gui.widgets.elided_label import ElidedLabel
 from workbench.gui.window.after_training_tabs import AfterTrainingTabs
 from workbench.gui.window.help_menu import HelpMenu
+from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.settings_store import (
@@ -111,6 +112,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.device_status)
         self.training_tab.layout().insertWidget(0, self.run_follow.banner)
         self.after_training = AfterTrainingTabs(self)
+        self.lr_finder = LrFinderAction(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
@@ -125,6 +127,8 @@ class MainWindow(QMainWindow):
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
+        self.controls.keep_best_button.clicked.connect(self._on_keep_best_clicked)
+        self.lr_finder.busy_changed.connect(self._update_controls)
         self.controller.run_started.connect(self._on_run_started)
         self.controller.step_finished.connect(self._on_step_finished)
         self.controller.epoch_ended.connect(self._on_epoch_ended)
@@ -208,7 +212,7 @@ class MainWindow(QMainWindow):
     def start_training(self) -> bool:
         """Start a run with the form's config; False (and nothing started) if it has problems."""
         config = self.config_form.config()
-        if self.controller.is_running() or config.validate():
+        if self.controller.is_running() or config.validate() or self.lr_finder.is_busy():
             return False
         self._settings.save_config(config)
         self.device_panel.cancel_batch_search()  # both would compete for the GPU's memory
@@ -318,6 +322,7 @@ class MainWindow(QMainWindow):
                 return
         self.device_panel.cancel_batch_search()
         self.device_panel.measurements.cancel()
+        self.lr_finder.cancel()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()
 
@@ -420,6 +425,12 @@ class MainWindow(QMainWindow):
     def _on_stop_clicked(self) -> None:
         self.controller.request_stop()
         self.status_panel.set_state("Stopping\u2026 (after the current step)")
+        self._update_controls()
+
+    def _on_keep_best_clicked(self) -> None:
+        self.controller.request_stop_keep_best()
+        self.status_panel.set_state("Finishing this epoch, then stopping: the best epoch "
+                                    "becomes the run's result")
         self._update_controls()
 
     def _on_run_started(self, event: RunStart) -> None:
@@ -535,7 +546,10 @@ class MainWindow(QMainWindow):
     def _update_controls(self) -> None:
         running = self.controller.is_running()
         self.controls.set_state(running, self.controller.is_paused(),
-                                self.controller.stop_requested(), self.config_form.problems())
+                                self.controller.stop_requested(), self.config_form.problems(),
+                                self.controller.stop_keep_best_requested(),
+                                self.lr_finder.busy_reason())
+        self.lr_finder.set_training(running)
         self.config_form.setEnabled(not running)
         self.device_panel.setEnabled(not running)
         self.file_menu.set_training(running)

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -125,6 +126,7 @@ class ConfigForm(QWidget):
         # The window connects it to the learning-rate finder; it sits under the lr field.
         self.find_lr_button = QPushButton("Find learning rate\u2026", self)
         self.find_lr_button.setObjectName("findLrButton")
+        self.find_lr_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.find_lr_button.setToolTip(
             "Run a short range test (Smith's, as fastai's lr_find) on these settings and "
             "images: the lr grows step by step, the loss is plotted, and the lr where it falls "

@@ -94,7 +94,10 @@ class LrFinderAction(QObject):
         self.open()
 
     def _on_lr_chosen(self, lr: float) -> None:
+        from workbench.gui.panels.lr_finder_dialog import format_lr
+
         form = self._window.config_form
         form.edit_field("lr", lr)
         self._window.log_panel.append_text(
-            "info", f"Learning rate set to {form.config().lr:g}, as the range test suggested.")
+            "info", f"Learning rate set to {format_lr(form.config().lr)}, as the range test "
+                    "suggested.")

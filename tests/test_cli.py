@@ -1,22 +1,63 @@
-"""The command line end to end, in subprocesses like a user runs it."""
+"""The command line end to end: one real ``python -m workbench train``, then each command
+through the same ``main`` in this process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from workbench.cli import main
 from workbench.core.data.synthetic_images import write_shape_dataset
 
 
-def run_cli(*args: str, cwd: Path, env_extra: dict | None = None, timeout: int = 240):
-    env = dict(os.environ, WORKBENCH_CACHE_DIR=str(cwd / "cache"), **(env_extra or {}))
+@dataclass
+class CliResult:
+    """What a command left: its exit code and everything it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path, env_extra: dict | None = None) -> CliResult:
+    """``workbench ARGS`` in this process (``main`` as ``python -m workbench`` calls it), run in
+    ``cwd`` with its own image cache: a subprocess would spend seconds importing torch again.
+    The fixture below runs the real ``python -m workbench`` once."""
+    env = {"WORKBENCH_CACHE_DIR": str(cwd / "cache"), **(env_extra or {})}
+    previous_env = {name: os.environ.get(name) for name in env}
+    previous_cwd = os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's own errors
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(previous_cwd)
+        for name, value in previous_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_program(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m workbench ARGS`` in a child process, as a user types it."""
+    env = dict(os.environ, WORKBENCH_CACHE_DIR=str(cwd / "cache"))
     return subprocess.run([sys.executable, "-m", "workbench", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=240)
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +66,10 @@ def trained_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("cli")
     data = write_shape_dataset(work / "data", per_class=8, size=(40, 32), layout="train_val",
                                val_per_class=3)
-    result = run_cli("train", "--data-root", str(data), "--weights", "none", "--finetune",
-                     "full", "--resize-size", "32", "--crop-size", "28", "--batch-size", "8",
-                     "--epochs", "1", "--workers", "0", "--output-dir", str(work / "runs"),
-                     "--run-name", "cli", "--export", cwd=work)
+    result = run_program("train", "--data-root", str(data), "--weights", "none", "--finetune",
+                         "full", "--resize-size", "32", "--crop-size", "28", "--batch-size", "8",
+                         "--epochs", "1", "--workers", "0", "--output-dir", str(work / "runs"),
+                         "--run-name", "cli", "--export", cwd=work)
     assert result.returncode == 0, result.stderr + result.stdout
     run_dir = next((work / "runs").glob("cli-*"))
     return work, data, run_dir, result
@@ -135,8 +176,6 @@ def test_find_batch_on_the_cpu_says_there_is_no_limit_and_tries_nothing(tmp_path
 
 
 def test_find_batch_says_why_the_data_folder_cannot_be_read(tmp_path, capsys):
-    from workbench.cli import main
-
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["find-batch", "--data-root", str(empty), "--model", "small_cnn",
@@ -181,8 +220,6 @@ def test_devices_and_scan(tmp_path):
 
 
 def test_scan_opens_every_header_and_lists_broken_images_as_skipped(tmp_path, capsys):
-    from workbench.cli import main
-
     data = write_shape_dataset(tmp_path / "flat", classes=("circle", "square"), per_class=4,
                                size=(32, 32))
     broken = data / "circle" / "broken.png"

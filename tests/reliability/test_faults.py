@@ -162,7 +162,7 @@ def test_a_failed_checkpoint_save_stops_the_run_and_keeps_the_previous_one(
         failing.armed = True  # the next save of last.pt fails
 
     recorder = Recorder(on_epoch=after_epoch)
-    end = train(tiny_config(shapes, tmp_path), recorder)
+    end = train(tiny_config(shapes, tmp_path, model="small_cnn"), recorder)  # small files
 
     assert failing.failures == 1
     assert end.status == "failed"
@@ -182,7 +182,7 @@ def test_a_failed_first_best_model_save_claims_nothing(shapes, tmp_path, monkeyp
                           lambda source, target: str(target).endswith("/best_model.pt"))
     failing.armed = True
     recorder = Recorder()
-    end = train(tiny_config(shapes, tmp_path), recorder)
+    end = train(tiny_config(shapes, tmp_path, model="small_cnn"), recorder)
     assert end.status == "failed" and "best_model.pt" in end.error
     assert "no earlier epoch had been saved" in end.error
     assert (end.epochs_completed, end.best_epoch, end.best_model_path,

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
-from pathlib import Path
 
-from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config import TrainConfig, fields_set_in_config_file
 from workbench.core.runs.config_fields import describe, help_text
 from workbench.core.runs.model_defaults import (
     apply_model_defaults,
@@ -53,21 +51,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         for f in dataclasses.fields(TrainConfig)
         if getattr(args, f.name, None) is not None
     }
-    explicit = set(overrides) | (_fields_in_file(args.config) if args.config else set())
+    in_file = fields_set_in_config_file(args.config) if args.config else []
+    explicit = set(overrides) | set(in_file)
     config = apply_model_defaults(config.replace(**overrides), explicit)
     config, note = full_finetune_for_random_weights(config, explicit)
     if note:
         print(f"note: {note}", file=sys.stderr)
     return config
-
-
-def _fields_in_file(path: str) -> set[str]:
-    """The fields a config file sets (it was read once already, so it parses)."""
-    file = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-    data = json.loads(file.read_text(encoding="utf-8"))
-    if isinstance(data.get("config"), dict) and "environment" in data:
-        data = data["config"]
-    return set(data)
 
 
 def print_problems(problems: list[str]) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workbench.core.runs.config import ConfigError, TrainConfig
+from workbench.core.runs.config import ConfigError, TrainConfig, fields_set_in_config_file
 
 
 def test_json_round_trip_keeps_every_field(tmp_path):
@@ -87,3 +87,22 @@ def test_derived_values():
     assert TrainConfig(model="small_cnn").in_channels == 1
     assert TrainConfig(crop_mode="five_crop").train_transform_is_deterministic
     assert not TrainConfig(crop_mode="standard").train_transform_is_deterministic
+
+
+def test_the_fields_a_partial_config_or_a_run_folder_sets_are_listed_in_file_order(tmp_path):
+    partial = tmp_path / "partial.json"
+    partial.write_text('{"lr": 0.1, "model": "small_cnn", "not_a_field": 1}')
+    assert fields_set_in_config_file(partial) == ["lr", "model"]
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(
+        {"config": {"epochs": 3, "batch_size": 4}, "environment": {"torch": "2"}}))
+    assert fields_set_in_config_file(run) == ["epochs", "batch_size"]
+
+    broken = tmp_path / "broken.json"
+    broken.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match=f"{broken}: expected a JSON object"):
+        fields_set_in_config_file(broken)
+    with pytest.raises(ConfigError, match="missing.json: cannot read config"):
+        fields_set_in_config_file(tmp_path / "missing.json")

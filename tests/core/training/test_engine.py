@@ -59,7 +59,7 @@ def shapes(tmp_path_factory) -> Path:
 
 def tiny_config(data_root: Path, output: Path, **changes) -> TrainConfig:
     base = TrainConfig(
-        data_root=str(data_root), model="resnet18", weights="none", finetune="full",
+        data_root=str(data_root), model="small_cnn", weights="none", finetune="full",
         crop_mode="five_crop", resize_size=32, crop_size=28, batch_size=8, epochs=2,
         optimizer="sgd", lr=0.01, scheduler="step", lr_step_size=1, workers=0,
         output_dir=str(output), cache_images=False, seed=3,

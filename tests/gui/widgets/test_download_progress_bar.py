@@ -18,7 +18,8 @@ def test_the_download_shows_progress_to_100_percent_then_the_run_trains(
     qtbot.addWidget(window)
     window.show()
     reraise_errors(window.controller)
-    window.config_form.set_config(tiny_config.replace(weights="imagenet", epochs=1))
+    window.config_form.set_config(
+        tiny_config.replace(model="resnet18", weights="imagenet", epochs=1))
     shown: list[int] = []
     window.controller.progress_reported.connect(
         lambda _event: shown.append(window.download_bar.bar.value()))
@@ -42,7 +43,8 @@ def test_cancel_stops_the_download_and_the_run_leaving_no_partial_file(
     qtbot.addWidget(window)
     window.show()
     reraise_errors(window.controller)
-    window.config_form.set_config(tiny_config.replace(weights="imagenet", epochs=1))
+    window.config_form.set_config(
+        tiny_config.replace(model="resnet18", weights="imagenet", epochs=1))
 
     with qtbot.waitSignal(window.controller.run_ended, timeout=RUN_TIMEOUT_MS) as ended:
         assert window.start_training()

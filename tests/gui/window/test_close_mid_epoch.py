@@ -133,7 +133,8 @@ def test_out_of_memory_offers_half_the_batch_and_restarts_when_accepted(qtbot, t
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
 
     window = _window(qtbot)
-    window.apply_config(tiny_config.replace(epochs=1, batch_size=8, max_steps_per_epoch=2))
+    window.apply_config(tiny_config.replace(model="resnet18", epochs=1, batch_size=8,
+                                            max_steps_per_epoch=2))
     offers, ends = [], []
     window.confirm_retry_smaller_batch = lambda end: offers.append(end) or True
     window.controller.run_ended.connect(ends.append)

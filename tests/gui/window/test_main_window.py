@@ -124,7 +124,7 @@ def test_start_trains_shows_results_and_exports_a_loadable_model(
     with warnings.catch_warnings():  # torch deprecates torch.jit; the file must still load
         warnings.simplefilter("ignore", FutureWarning)
         module = torch.jit.load(str(out), map_location="cpu")
-    logits = module(torch.zeros(2, 3, 28, 28, dtype=torch.uint8))
+    logits = module(torch.zeros(2, 1, 28, 28, dtype=torch.uint8))  # the small CNN's grey input
     assert tuple(logits.shape) == (2, 4)
 
 

@@ -10,11 +10,8 @@ only torch, before it replaces the target file.
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -29,16 +26,21 @@ from torch import Tensor, nn
 import workbench
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
+from workbench.core.models.export_files import (
+    TOLERANCE,
+    ExportError,
+    cpu_inference_copy,
+    fresh_process_report,
+    temp_file_beside,
+)
 from workbench.core.runs.atomic_io import follow_umask
 from workbench.core.runs.config import TrainConfig
 
 EXPORT_FORMAT = "workbench-export"
 EXPORT_VERSION = 1
-TOLERANCE = 1e-4
 _CLASS_NAMES_FILE = "class_names.json"
 _PREPROCESSING_FILE = "preprocessing.json"
 _JIT_DEPRECATION = r"`torch\.jit\.\w+` is deprecated"
-_SUBPROCESS_TIMEOUT_S = 300
 
 # Runs in a fresh interpreter: proves the file loads and computes the same logits with torch alone.
 _FRESH_PROCESS_CHECK = """
@@ -54,10 +56,6 @@ with torch.no_grad():
         diff = max(diff, (logits - batch["expected"][name]).abs().max().item())
 print(json.dumps({"max_abs_diff": diff}))
 """
-
-
-class ExportError(Exception):
-    """An export could not be written, verified or loaded; the message names the file."""
 
 
 class PreprocessingClassifier(nn.Module):
@@ -148,7 +146,7 @@ def export_torchscript(
     start = time.perf_counter()
     path = Path(path)
     mean, std = normalization_for(config)
-    wrapper = PreprocessingClassifier(_cpu_inference_copy(model), mean, std).eval()
+    wrapper = PreprocessingClassifier(cpu_inference_copy(model), mean, std).eval()
     inputs = _example_inputs(example, config)
     expected = _eager_outputs(wrapper, inputs, len(class_names))
     scripted, method, note = _script_or_trace(wrapper, inputs["uint8"])
@@ -159,7 +157,7 @@ def export_torchscript(
     preprocessing = _preprocessing_info(config, mean, std, len(class_names), method)
     extra = {_CLASS_NAMES_FILE: json.dumps(list(class_names)),
              _PREPROCESSING_FILE: json.dumps(preprocessing, indent=2)}
-    temp = _temp_file_beside(path)
+    temp = temp_file_beside(path)
     try:
         _save_synced(scripted, temp, extra)
         diff = _reload_diff(temp, inputs, expected, list(class_names))
@@ -175,12 +173,6 @@ def export_torchscript(
         class_names=list(class_names), input_size=config.crop_size,
         seconds=time.perf_counter() - start, method=method, note=note,
     )
-
-
-def _cpu_inference_copy(model: nn.Module) -> nn.Module:
-    copied = copy.deepcopy(model).cpu().eval()
-    copied.requires_grad_(False)
-    return copied.to(memory_format=torch.contiguous_format)
 
 
 def _example_inputs(example: Tensor | None, config: TrainConfig) -> dict[str, Tensor]:
@@ -246,16 +238,6 @@ def _preprocessing_info(config: TrainConfig, mean: Sequence[float], std: Sequenc
     }
 
 
-def _temp_file_beside(path: Path) -> Path:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise ExportError(f"cannot write '{path}': {exc.strerror or exc}") from exc
-    os.close(fd)
-    return Path(name)
-
-
 def _save_synced(module: Any, path: Path, extra: dict[str, str]) -> None:
     try:
         with _quiet_jit_deprecation():
@@ -284,24 +266,10 @@ def _subprocess_diff(path: Path, inputs: Mapping[str, Tensor], expected: Mapping
     with tempfile.TemporaryDirectory(prefix="workbench-export-check-") as folder:
         batch = Path(folder) / "batch.pt"
         torch.save({"inputs": dict(inputs), "expected": dict(expected)}, batch)
-        command = [sys.executable, "-c", _FRESH_PROCESS_CHECK, str(path.resolve()), str(batch)]
-        try:
-            done = subprocess.run(command, cwd=folder, capture_output=True, text=True,
-                                  timeout=_SUBPROCESS_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ExportError(f"could not check the export in a fresh Python process: {exc}"
-                              ) from exc
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise ExportError(f"the export does not load in a fresh Python process "
-                          f"(exit code {done.returncode}):\n{tail}")
-    try:
-        return float(json.loads(lines[-1])["max_abs_diff"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ExportError(f"unexpected output from the fresh-process check: {lines[-1]!r}"
-                          ) from exc
-
+        report = fresh_process_report(_FRESH_PROCESS_CHECK, [str(path.resolve()), str(batch)],
+                                      folder, "the export does not load in a fresh Python "
+                                      "process")
+    return float(report["max_abs_diff"])
 
 def _check_diff(diff: float, path: Path, where: str) -> None:
     if not diff <= TOLERANCE:  # also catches NaN

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -28,13 +26,19 @@ from torch import Tensor, nn
 import workbench
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
-from workbench.core.models.export import TOLERANCE, ExportError, ExportResult
+from workbench.core.models.export import ExportResult
+from workbench.core.models.export_files import (
+    TOLERANCE,
+    ExportError,
+    cpu_inference_copy,
+    fresh_process_report,
+    temp_file_beside,
+)
 from workbench.core.runs.config import TrainConfig
 
 OPSET = 18
 INPUT_NAME = "images"
 OUTPUT_NAME = "logits"
-_SUBPROCESS_TIMEOUT_S = 300
 
 # Runs in a fresh interpreter: proves the file loads and computes the same logits with
 # onnxruntime alone, and that its metadata names the classes.
@@ -77,7 +81,7 @@ def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfi
     started = time.perf_counter()
     path = Path(path)
     mean, std = normalization_for(config)
-    wrapper = UInt8Classifier(_cpu_copy(model), mean, std).eval()
+    wrapper = UInt8Classifier(cpu_inference_copy(model), mean, std).eval()
     generator = torch.Generator().manual_seed(0)
     shape = (3, config.in_channels, config.crop_size, config.crop_size)
     images = torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8)
@@ -86,7 +90,7 @@ def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfi
     if expected.shape[-1] != len(class_names):
         raise ExportError(f"the model has {expected.shape[-1]} outputs but "
                           f"{len(class_names)} class names were given")
-    temp = _temp_file_beside(path)
+    temp = temp_file_beside(path)
     try:
         _export_to(wrapper, images, temp, opset)
         _add_metadata(temp, class_names, _preprocessing(config, mean, std, len(class_names),
@@ -127,14 +131,6 @@ def _require_onnx_packages() -> None:
         raise ExportError(f"ONNX export needs {', '.join(missing)}: "
                           "pip install 'workbench[onnx]' (or pip install onnx onnxscript "
                           "onnxruntime)")
-
-
-def _cpu_copy(model: nn.Module) -> nn.Module:
-    import copy
-
-    copied = copy.deepcopy(model).cpu().eval()
-    copied.requires_grad_(False)
-    return copied.to(memory_format=torch.contiguous_format)
 
 
 def _export_to(wrapper: nn.Module, images: Tensor, path: Path, opset: int) -> None:
@@ -178,39 +174,15 @@ def _preprocessing(config: TrainConfig, mean: Sequence[float], std: Sequence[flo
     }
 
 
-def _temp_file_beside(path: Path) -> Path:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise ExportError(f"cannot write '{path}': {exc.strerror or exc}") from exc
-    os.close(fd)
-    return Path(name)
-
-
 def _fresh_process_diff(path: Path, images: Tensor, expected: Tensor,
                         class_names: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="workbench-onnx-check-") as folder:
         images_file, expected_file = Path(folder) / "images.npy", Path(folder) / "expected.npy"
         np.save(images_file, images.numpy())
         np.save(expected_file, expected.numpy())
-        command = [sys.executable, "-c", _FRESH_PROCESS_CHECK, str(path.resolve()),
-                   str(images_file), str(expected_file)]
-        try:
-            done = subprocess.run(command, cwd=folder, capture_output=True, text=True,
-                                  timeout=_SUBPROCESS_TIMEOUT_S, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ExportError(f"could not check the ONNX file in a fresh process: {exc}"
-                              ) from exc
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise ExportError(f"onnxruntime cannot run the export in a fresh process "
-                          f"(exit code {done.returncode}):\n{tail}")
-    try:
-        report = json.loads(lines[-1])
-    except ValueError as exc:
-        raise ExportError(f"unexpected output from the ONNX check: {lines[-1]!r}") from exc
+        report = fresh_process_report(
+            _FRESH_PROCESS_CHECK, [str(path.resolve()), str(images_file), str(expected_file)],
+            folder, "onnxruntime cannot run the export in a fresh process")
     if report.get("class_names") != class_names:
         raise ExportError(f"the ONNX file's metadata names other classes: "
                           f"{report.get('class_names')}")

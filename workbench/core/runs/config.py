@@ -153,14 +153,8 @@ class TrainConfig:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TrainConfig:
         """Read a config file, a run's config.json, or the config.json inside a run folder."""
-        path = Path(path)
-        if path.is_dir():
-            path = path / "config.json"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from exc
-        return cls.from_json(text, source=str(path))
+        file, text = _read_config_file(path)
+        return cls.from_json(text, source=str(file))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         from workbench.core.runs.atomic_io import atomic_write_text
@@ -187,6 +181,37 @@ class TrainConfig:
 
 
 _Problems = list[tuple[str, str]]
+
+
+def fields_set_in_config_file(path: str | os.PathLike[str]) -> list[str]:
+    """The config fields a file (or a run folder's config.json) sets, in its order: a partial
+    config sets only some, and the others are left to the model's defaults.
+
+    Raises:
+        ConfigError: the file cannot be read or is not a JSON object; the message names it.
+    """
+    file, text = _read_config_file(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if isinstance(data, dict) and isinstance(data.get("config"), dict) and "environment" in data:
+        data = data["config"]
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: expected a JSON object, got {type(data).__name__}")
+    known = {field.name for field in dataclasses.fields(TrainConfig)}
+    return [name for name in data if name in known]
+
+
+def _read_config_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """(the file, its text): ``path`` itself, or the config.json inside a run folder."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / "config.json"
+    try:
+        return file, file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read config ({exc.strerror or exc})") from exc
 
 
 def _choice_problems(config: TrainConfig) -> _Problems:

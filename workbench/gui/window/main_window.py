@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.core.runs.config import ConfigError, TrainConfig
+from workbench.core.runs.config import ConfigError, TrainConfig, fields_set_in_config_file
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
 from workbench.core.runs.run_history import read_run_history
 from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
@@ -40,12 +40,7 @@ from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
-from workbench.gui.window.settings_store import (
-    SettingsStore,
-    fields_set_in_config_file,
-    load_config_file,
-    save_config_file,
-)
+from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
 from workbench.gui.window.training_menu import TrainingMenu
 from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu

@@ -121,27 +121,6 @@ def load_config_file(path: str | os.PathLike[str]) -> TrainConfig:
     return TrainConfig.load(path)
 
 
-def fields_set_in_config_file(path: str | os.PathLike[str]) -> list[str]:
-    """The config fields a JSON file sets, in its order (a partial config sets only some).
-
-    Raises:
-        ConfigError: the file cannot be read or is not a JSON object; the message names it.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc})") from exc
-    if isinstance(data, dict) and isinstance(data.get("config"), dict) and "environment" in data:
-        data = data["config"]  # a run folder's config.json: the config plus its context
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object")
-    known = {field.name for field in dataclasses.fields(TrainConfig)}
-    return [name for name in data if name in known]
-
-
 def save_config_file(config: TrainConfig, path: str | os.PathLike[str]) -> None:
     """Write ``config`` as JSON, atomically.
 

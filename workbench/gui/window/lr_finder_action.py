@@ -59,8 +59,7 @@ class LrFinderAction(QObject):
         if problems:
             dialog.show_problem(f"Fix the settings first: {problems[0]}")
             return False
-        window.device_panel.cancel_batch_search()  # they would compete for the device
-        window.device_panel.measurements.cancel()
+        window.device_tools.cancel()  # they would compete for the device
         dialog.start(config, steps)
         return True
 

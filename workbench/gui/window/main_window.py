@@ -36,6 +36,7 @@ from workbench.gui.panels.training_controls import TrainingControls
 from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
 from workbench.gui.widgets.elided_label import ElidedLabel
 from workbench.gui.window.after_training_tabs import AfterTrainingTabs
+from workbench.gui.window.device_tools import DeviceTools
 from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
@@ -44,7 +45,6 @@ from workbench.gui.window.settings_store import SettingsStore, load_config_file,
 from workbench.gui.window.training_menu import TrainingMenu
 from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu
-from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.workers.training_worker import TrainingController
 
 DEVICE_STATUS_WIDTH = 700  # of the status bar; the rest is for its messages
@@ -108,17 +108,10 @@ class MainWindow(QMainWindow):
         self.training_tab.layout().insertWidget(0, self.run_follow.banner)
         self.after_training = AfterTrainingTabs(self)
         self.lr_finder = LrFinderAction(self)
+        self.device_tools = DeviceTools(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
-        self.device_panel.device_changed.connect(self._on_device_changed)
-        self.device_panel.devices_detected.connect(self._on_devices_detected)
-        self.device_panel.batch_search_requested.connect(self._on_batch_search_requested)
-        self.device_panel.batch_size_found.connect(self._on_batch_size_found)
-        self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
-        self.device_panel.measurements.probe_requested.connect(self._on_speed_probe_requested)
-        self.device_panel.measurements.probe_finished.connect(self._on_speed_probe_finished)
-        self.device_panel.batch_search_not_needed.connect(self._on_batch_search_not_needed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
@@ -210,8 +203,7 @@ class MainWindow(QMainWindow):
         if self.controller.is_running() or config.validate() or self.lr_finder.is_busy():
             return False
         self._settings.save_config(config)
-        self.device_panel.cancel_batch_search()  # both would compete for the GPU's memory
-        self.device_panel.measurements.cancel()
+        self.device_tools.cancel()  # both would compete for the GPU's memory
         self.status_panel.set_run_config(config)
         self.run_follow.stop("a run started on this computer; the plots show that run now")
         self.run_follow.hide_banner()
@@ -315,8 +307,7 @@ class MainWindow(QMainWindow):
                 self._close_when_stopped = True
                 event.ignore()
                 return
-        self.device_panel.cancel_batch_search()
-        self.device_panel.measurements.cancel()
+        self.device_tools.cancel()
         self.lr_finder.cancel()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()
@@ -367,42 +358,8 @@ class MainWindow(QMainWindow):
         if self.dataset_panel is not None:
             self.dataset_panel.set_scan_options(config.val_fraction, config.seed)
         if not self.controller.is_running():
-            self.device_panel.measurements.check_memory(config, self._class_count())
+            self.device_tools.check_memory(config)
         self._update_controls()
-
-    def _on_device_changed(self, name: str) -> None:
-        self.config_form.update_config(device=name)
-        self.device_status.setText(self.device_panel.choice_text())
-
-    def _on_devices_detected(self, choices: object) -> None:
-        self.config_form.set_cuda_available(
-            any(name.startswith("cuda") for name, _ in choices.devices))
-        self.device_status.setText(self.device_panel.choice_text())
-        freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
-
-    def _class_count(self) -> int:
-        scan = self.dataset_panel.scan() if self.dataset_panel is not None else None
-        return len(scan.class_names) if scan is not None else 10
-
-    def _on_batch_search_requested(self) -> None:
-        self.device_panel.start_batch_search(self.config_form.config(), self._class_count())
-
-    def _on_speed_probe_requested(self) -> None:
-        self.device_panel.measurements.start_probe(self.config_form.config())
-
-    def _on_speed_probe_finished(self, result: object) -> None:
-        self.config_form.update_config(**result.config_changes())
-        self.log_panel.append_text("info", f"Speed probe: {result.describe()} Applied.")
-
-    def _on_batch_size_found(self, result: object) -> None:
-        self.config_form.update_config(batch_size=result.batch_size)
-        self.log_panel.append_text("info", result.describe())
-
-    def _on_batch_search_failed(self, message: str) -> None:
-        self.log_panel.append_text("warning", f"Batch size search: {message}")
-
-    def _on_batch_search_not_needed(self, message: str) -> None:
-        self.log_panel.append_text("info", message)
 
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:

@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.runs.config import ConfigError, TrainConfig, fields_set_in_config_file
-from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
-from workbench.core.runs.run_history import read_run_history
+from workbench.core.runs.events import RunEnd
 from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.device_panel import DevicePanel
@@ -41,6 +40,7 @@ from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
+from workbench.gui.window.run_views import RunViews
 from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
 from workbench.gui.window.training_menu import TrainingMenu
 from workbench.gui.window.window_geometry import size_window_to_screen
@@ -117,21 +117,12 @@ class MainWindow(QMainWindow):
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
         self.controls.keep_best_button.clicked.connect(self._on_keep_best_clicked)
         self.lr_finder.busy_changed.connect(self._update_controls)
-        self.controller.run_started.connect(self._on_run_started)
-        self.controller.step_finished.connect(self._on_step_finished)
-        self.controller.epoch_ended.connect(self._on_epoch_ended)
-        self.controller.message_logged.connect(self.log_panel.append_message)
+        self.run_views = RunViews(self)  # a local run's and a followed run's events
         self.controller.progress_reported.connect(self.download_bar.show_progress)
         self.download_bar.cancel_requested.connect(self._on_stop_clicked)
         self.controller.run_ended.connect(self._on_run_ended)
         self.controller.errored.connect(self._on_training_errored)
         self.controller.finished.connect(self._on_training_finished)
-        self.run_follow.run_started.connect(self._on_run_started)
-        self.run_follow.step_finished.connect(self._on_step_finished)
-        self.run_follow.epoch_ended.connect(self._on_epoch_ended)
-        self.run_follow.message_logged.connect(self.log_panel.append_message)
-        self.run_follow.run_ended.connect(self._on_followed_run_ended)
-        self.run_follow.restarted.connect(self._clear_run_views)
         self.results_panel.export_finished.connect(self._on_export_finished)
         self.results_panel.export_failed.connect(self._on_export_failed)
         self.first_run_panel.open_folder_requested.connect(self.file_menu.open_folder.trigger)
@@ -207,9 +198,9 @@ class MainWindow(QMainWindow):
         self.status_panel.set_run_config(config)
         self.run_follow.stop("a run started on this computer; the plots show that run now")
         self.run_follow.hide_banner()
-        self._clear_run_views()
+        self.run_views.clear()
         if config.resume:  # the epochs it continues after stay on the plots
-            self._show_run_history(Path(config.resume).parent)
+            self.run_views.show_history(Path(config.resume).parent)
         self.status_panel.set_state("Starting\u2026 (loading PyTorch, the data and the model)")
         self.log_panel.append_text("info", f"Starting training on {config.data_root}")
         self.controller.start(config)
@@ -228,7 +219,7 @@ class MainWindow(QMainWindow):
         if problem:
             self.show_error("Cannot follow that folder", problem)
             return False
-        self._clear_run_views()
+        self.run_views.clear()
         self.status_panel.set_state("Following a run written elsewhere; waiting for its events")
         self.right_tabs.setCurrentWidget(self.training_tab)
         return True
@@ -262,8 +253,8 @@ class MainWindow(QMainWindow):
                                              f"beside it ({exc})")
             return False
         self.apply_config(config.replace(resume=str(checkpoint)))
-        self._clear_run_views()
-        done = self._show_run_history(run_dir)
+        self.run_views.clear()
+        done = self.run_views.show_history(run_dir)
         self.status_panel.set_state(f"Ready to resume: epochs 1\u2013{done} of this run are "
                                     f"shown; Start continues with epoch {done + 1}."
                                     if done else "Ready to resume: Start continues the run.")
@@ -385,29 +376,6 @@ class MainWindow(QMainWindow):
                                     "becomes the run's result")
         self._update_controls()
 
-    def _on_run_started(self, event: RunStart) -> None:
-        self.download_bar.finish()
-        self.status_panel.show_run_start(event)
-        self._plots().set_run_start(event)
-        self.results_panel.show_run_start(event)
-        self.log_panel.append_text("info", f"Run folder {event.run_dir}; {event.dataset_summary}; "
-                                           f"{event.steps_per_epoch} steps per epoch on "
-                                           f"{event.device} ({event.device_name})")
-
-    def _on_step_finished(self, event: StepStats) -> None:
-        self._plots().add_step(event)
-        self.status_panel.show_step(event)
-
-    def _on_epoch_ended(self, event: EpochEnd) -> None:
-        self._plots().add_epoch(event)
-        self.status_panel.show_epoch_end(event)
-        self.results_panel.show_epoch_end(event)
-        best = " (best so far)" if event.is_best else ""
-        self.log_panel.append_text(
-            "info", f"Epoch {event.epoch}/{event.epochs}: train loss {event.train_loss:.4f}, "
-                    f"accuracy {100 * event.train_accuracy:.1f}%; val loss {event.val_loss:.4f}, "
-                    f"accuracy {100 * event.val_accuracy:.1f}%{best}")
-
     def _on_run_ended(self, event: RunEnd) -> None:
         self.download_bar.finish()
         if self.config_form.config().resume:  # resuming is for that one run; Start starts anew
@@ -422,31 +390,6 @@ class MainWindow(QMainWindow):
             self._out_of_memory_end = event  # the offer waits until the thread has finished
         elif event.status == "failed" and event.error:  # the log has it already
             self._open_warning_box("Training failed", event.error)
-
-    def _on_followed_run_ended(self, event: RunEnd) -> None:
-        self._plots().flush()
-        self.status_panel.show_run_end(event)
-        self.results_panel.show_run_end(event)
-        self.statusBar().showMessage(f"Followed run {event.status}", 10_000)
-
-    def _clear_run_views(self) -> None:
-        self._plots().reset()
-        self.results_panel.clear()
-
-    def _show_run_history(self, run_dir: Path) -> int:
-        """Draw the finished epochs of ``run_dir`` (read from its metrics.jsonl); returns the
-        last of them, 0 when there is none."""
-        history = read_run_history(run_dir)
-        plots = self._plots()
-        if history.start is not None:
-            plots.set_run_start(history.start)
-        for event in history.events:
-            if isinstance(event, StepStats):
-                plots.add_step(event)
-            else:
-                plots.add_epoch(event)
-        plots.flush()
-        return history.epochs_done
 
     def _on_training_errored(self, message: str) -> None:
         self.log_panel.append_text("error", message)

@@ -36,9 +36,13 @@ def test_the_memory_line_says_the_cpu_is_not_limited(qtbot, tmp_path):
 def test_the_window_probes_on_a_click_and_applies_the_fastest(qtbot, tmp_path):
     window = MainWindow()
     qtbot.addWidget(window)
+    window.resize(1366, 768)
+    window.show()
     window.config_form.set_config(_config(tmp_path))
     measurements = window.device_panel.measurements
     qtbot.waitUntil(lambda: "not limited" in measurements.memory_text(), timeout=TIMEOUT_MS)
+    # Before a probe nothing but the layout's spacing lies between its button and the form.
+    assert _gap_under_probe_button(window) <= 20
     with qtbot.waitSignal(measurements.probe_finished, timeout=TIMEOUT_MS) as finished:
         qtbot.mouseClick(measurements.probe_button, Qt.MouseButton.LeftButton)
         assert not measurements.probe_button.isEnabled()  # the click returned; it runs on
@@ -49,5 +53,15 @@ def test_the_window_probes_on_a_click_and_applies_the_fastest(qtbot, tmp_path):
     assert (config.amp, config.channels_last, config.batch_size) == \
         (False, True, fastest.batch_size)
     assert "<- fastest" in measurements.probe_label.text()
+    qtbot.waitUntil(lambda: _gap_under_probe_button(window) >= measurements.probe_label.height())
+    assert measurements.probe_label.height() > 40  # the table's rows are on screen
     assert "Speed probe: Fastest on cpu" in window.log_panel.toPlainText()
     qtbot.waitUntil(lambda: not measurements.is_busy(), timeout=TIMEOUT_MS)
+
+
+def _gap_under_probe_button(window: MainWindow) -> int:
+    """Pixels between the bottom of "Probe speed" and the top of the settings form."""
+    button = window.device_panel.measurements.probe_button
+    button_bottom = button.mapTo(window, button.rect().bottomLeft()).y()
+    form_top = window.config_form.mapTo(window, window.config_form.rect().topLeft()).y()
+    return form_top - button_bottom

@@ -76,6 +76,8 @@ class SpeedMemoryPanel(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.probe_summary)
         layout.addWidget(self.probe_label)
+        for label in (self.memory_label, self.probe_summary, self.probe_label):
+            label.setVisible(False)  # shown with their first text: empty, they leave a gap
 
         self.probe_button.clicked.connect(self.probe_requested)
         self._probe_runner.result_ready.connect(self._on_probe_done)
@@ -90,8 +92,8 @@ class SpeedMemoryPanel(QWidget):
         self._probe_stop = threading.Event()
         self._probe_runner.submit(probe_speed_stoppable, config, self._probe_stop)
         self.probe_button.setEnabled(False)
-        self.probe_label.setText("")
-        self.probe_summary.setText(f"Timing a few real steps per combination on "
+        _show(self.probe_label, "")
+        _show(self.probe_summary, f"Timing a few real steps per combination on "
                                    f"{config.device}\u2026")
 
     def check_memory(self, config: TrainConfig, num_classes: int) -> None:
@@ -112,7 +114,7 @@ class SpeedMemoryPanel(QWidget):
         self._memory_key = None
         self.probe_button.setEnabled(True)
         if busy:
-            self.probe_summary.setText("Speed probe stopped.")
+            _show(self.probe_summary, "Speed probe stopped.")
 
     def is_busy(self) -> bool:
         """True while a probe or a memory check is queued or running."""
@@ -125,19 +127,25 @@ class SpeedMemoryPanel(QWidget):
     # ------------------------------------------------------------------ slots
     def _on_probe_done(self, result: Any) -> None:
         self.probe_button.setEnabled(True)
-        self.probe_summary.setText(result.describe())
-        self.probe_label.setText(result.table())
+        _show(self.probe_summary, result.describe())
+        _show(self.probe_label, result.table())
         if result.fastest is not None:
             self.probe_finished.emit(result)
 
     def _on_probe_failed(self, message: str) -> None:
         self.probe_button.setEnabled(True)
-        self.probe_summary.setText(f"The speed probe failed: {message}")
+        _show(self.probe_summary, f"The speed probe failed: {message}")
 
     def _on_memory_fit_done(self, fit: Any) -> None:
         self.memory_label.setProperty("role", "warning" if fit.warn else "")
-        self.memory_label.setText(("\u26a0 " if fit.warn else "") + fit.sentence)
+        _show(self.memory_label, ("\u26a0 " if fit.warn else "") + fit.sentence)
 
     def _on_memory_fit_failed(self, message: str) -> None:
         self._memory_key = None
-        self.memory_label.setText(f"The memory check failed: {message}")
+        _show(self.memory_label, f"The memory check failed: {message}")
+
+
+def _show(label: QLabel, text: str) -> None:
+    """Set ``label``'s text and show it only while it has some."""
+    label.setText(text)
+    label.setVisible(bool(text))

@@ -3,7 +3,9 @@
 A training checkpoint (``format: workbench-checkpoint``) holds everything a run needs to resume:
 ``model``, ``optimizer``, ``scheduler``, ``scaler`` (or None), ``epoch`` (epochs completed),
 ``best_val_accuracy``, ``best_epoch``, ``best_model`` (a state dict or None), ``rng``
-(see :func:`rng_state`), ``class_names`` and ``config`` (``TrainConfig.to_dict()``).
+(see :func:`rng_state`), ``class_names`` and ``config`` (``TrainConfig.to_dict()``). Optional,
+as files written before them lack them: ``best_val_loss`` (the best epoch's) and
+``early_stopping`` (``EarlyStopping.state_dict()``, None when it is off).
 
 A best-model file (``format: workbench-model``) holds ``model``, ``class_names``, ``config``,
 ``epoch`` and ``val_accuracy``.
@@ -34,6 +36,7 @@ CHECKPOINT_KEYS = (
     "format", "version", "model", "optimizer", "scheduler", "scaler", "epoch",
     "best_val_accuracy", "best_epoch", "best_model", "rng", "class_names", "config",
 )
+OPTIONAL_CHECKPOINT_KEYS = ("best_val_loss", "early_stopping")
 MODEL_FILE_KEYS = ("format", "version", "model", "class_names", "config", "epoch", "val_accuracy")
 _REQUIRED_KEYS = {CHECKPOINT_FORMAT: CHECKPOINT_KEYS, MODEL_FORMAT: MODEL_FILE_KEYS}
 
@@ -161,9 +164,11 @@ def model_file_data(model: nn.Module, class_names: Sequence[str], config: TrainC
 def checkpoint_data(
     model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any,
     epoch: int, best_val_accuracy: float, best_epoch: int, class_names: Sequence[str],
-    config: TrainConfig,
+    config: TrainConfig, best_val_loss: float | None = None,
+    early_stopping: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A training checkpoint after ``epoch`` epochs; ``scaler`` is None when amp is off."""
+    """A training checkpoint after ``epoch`` epochs; ``scaler`` is None when amp is off,
+    ``early_stopping`` the early-stopping state (None when it is off)."""
     return {
         "format": CHECKPOINT_FORMAT, "version": FORMAT_VERSION, "model": _cpu_state(model),
         "optimizer": optimizer.state_dict(),
@@ -171,7 +176,8 @@ def checkpoint_data(
         "scaler": scaler.state_dict() if scaler is not None else None,
         "epoch": epoch, "best_val_accuracy": best_val_accuracy, "best_epoch": best_epoch,
         "best_model": None, "rng": rng_state(), "class_names": list(class_names),
-        "config": config.to_dict(),
+        "config": config.to_dict(), "best_val_loss": best_val_loss,
+        "early_stopping": dict(early_stopping) if early_stopping is not None else None,
     }
 
 

@@ -1,4 +1,5 @@
-"""Cooperative cancel and pause, shared between the thread that trains and the one that asks."""
+"""Cooperative cancel, pause and "stop after this epoch", shared between the thread that trains
+and the one that asks."""
 
 from __future__ import annotations
 
@@ -10,12 +11,19 @@ class RunControl:
 
     def __init__(self) -> None:
         self._cancel = threading.Event()
+        self._stop_after_epoch = threading.Event()
         self._running = threading.Event()
         self._running.set()
 
     def request_cancel(self) -> None:
         self._cancel.set()
         self._running.set()  # a paused run must wake up to see the cancel
+
+    def request_stop_after_epoch(self) -> None:
+        """Finish the current epoch (training and validation), then end the run as completed,
+        its best epoch being its result. A paused run goes on, to reach the epoch's end."""
+        self._stop_after_epoch.set()
+        self._running.set()
 
     def pause(self) -> None:
         self._running.clear()
@@ -26,6 +34,10 @@ class RunControl:
     @property
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
+
+    @property
+    def stop_after_epoch_requested(self) -> bool:
+        return self._stop_after_epoch.is_set()
 
     @property
     def paused(self) -> bool:

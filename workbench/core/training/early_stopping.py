@@ -2,12 +2,16 @@
 
 As Lightning's ``EarlyStopping`` and Keras's callback: the best value so far and the epochs
 since it are kept; an epoch improves when it beats the best by more than ``min_delta``. The
-best model is already on disk (``best_model.pt``), so stopping keeps it.
+best model is already on disk (``best_model.pt``), so stopping keeps it. The state goes into
+every checkpoint (:meth:`EarlyStopping.state_dict`), so a resumed run stops at the epoch an
+uninterrupted one would.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from workbench.core.runs.config import TrainConfig
 
@@ -47,12 +51,49 @@ class EarlyStopping:
         """Why the run stopped, for its log."""
         name = "validation loss" if self.monitor == "val_loss" else "validation accuracy"
         return (f"Early stopping: the {name} has not improved for {self.patience} epoch(s) "
-                f"(best {self.best:.4f} at epoch {self.best_epoch}); the best model is kept.")
+                f"(best {self.best:.4f} at epoch {self.best_epoch}).")
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint keeps: plain numbers and the monitor's name (weights_only-safe)."""
+        return {"monitor": self.monitor, "best": float(self.best), "best_epoch": self.best_epoch,
+                "epochs_without_improvement": self.epochs_without_improvement}
+
+    def restore(self, state: Mapping[str, Any] | None) -> str:
+        """Continue from a checkpoint's state; returns '' or why it was not used.
+
+        A checkpoint without one (early stopping was off, or an older Workbench wrote it) or
+        one that watched another figure leaves the patience counting from the resumed epoch.
+        """
+        if state is None:
+            return ("the checkpoint holds no early-stopping state (early stopping was off, or "
+                    "an older Workbench wrote it): its patience counts from the resumed epoch")
+        if state.get("monitor") != self.monitor:
+            return (f"the checkpoint's early stopping watched {state.get('monitor')}, this run "
+                    f"watches {self.monitor}: its patience counts from the resumed epoch")
+        self.best = float(state["best"])
+        self.best_epoch = int(state["best_epoch"])
+        self.epochs_without_improvement = int(state["epochs_without_improvement"])
+        return ""
 
     def _improves(self, value: float) -> bool:
         if self.monitor == "val_loss":
             return value < self.best - self.min_delta
         return value > self.best + self.min_delta
+
+
+def kept_result_message(best_epoch: int, val_accuracy: float, val_loss: float,
+                        best_model_path: str) -> str:
+    """Which epoch a run that ended before its last epoch leaves as its result, for its log.
+
+    Args:
+        val_loss: the best epoch's; NaN when not known (a checkpoint from an older Workbench).
+    """
+    if not best_epoch:
+        return "No epoch was validated, so the run has no result to keep."
+    loss = f", val loss {val_loss:.4f}" if math.isfinite(val_loss) else ""
+    where = f": {best_model_path}" if best_model_path else ""
+    return (f"Kept epoch {best_epoch} as the run's result (val accuracy "
+            f"{100 * val_accuracy:.1f}%{loss}), the best model{where}.")
 
 
 def early_stopping_for(config: TrainConfig) -> EarlyStopping | None:

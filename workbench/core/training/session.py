@@ -54,7 +54,7 @@ from workbench.core.runs.run_folder import (
 )
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
-from workbench.core.training.early_stopping import early_stopping_for
+from workbench.core.training.early_stopping import early_stopping_for, kept_result_message
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import build_optimizer, build_scheduler
@@ -88,6 +88,7 @@ class TrainingSession:
         self.start_epoch = 0
         self.best_epoch = 0
         self.best_val_accuracy = -1.0
+        self.best_val_loss = math.nan  # the best epoch's; NaN when an old checkpoint lacks it
         self.best_model_path = ""
         self.last_checkpoint_path = ""
         self.ended: RunEnd | None = None
@@ -192,6 +193,12 @@ class TrainingSession:
         self.start_epoch = self.epochs_completed = int(state["epoch"])
         self.best_epoch = int(state.get("best_epoch", 0))
         self.best_val_accuracy = float(state.get("best_val_accuracy", -1.0))
+        saved_loss = state.get("best_val_loss")
+        self.best_val_loss = float(saved_loss) if saved_loss is not None else math.nan
+        if self.early_stopping is not None:
+            problem = self.early_stopping.restore(state.get("early_stopping"))
+            if problem:
+                self._say("warning", f"Early stopping: {problem}.")
         best = Path(path).resolve().parent / BEST_MODEL
         self.best_model_path = str(best) if best.is_file() else ""
         self.last_checkpoint_path = str(Path(path).resolve())
@@ -227,10 +234,15 @@ class TrainingSession:
                 return self._end("cancelled")
             if self.scheduler is not None:
                 self.scheduler.step()
+            # Updated before the checkpoint is written, which keeps its state for a resume.
+            stop_early = self.early_stopping is not None and self.early_stopping.update(
+                epoch + 1, evaluation.loss, evaluation.accuracy)
             self._finish_epoch(epoch, result, evaluation)
-            if self.early_stopping is not None and self.early_stopping.update(
-                    epoch + 1, evaluation.loss, evaluation.accuracy):
-                self._say("info", self.early_stopping.reason())
+            if stop_early or (self.control.stop_after_epoch_requested and epoch + 1 < cfg.epochs):
+                self._say("info", self.early_stopping.reason() if stop_early else
+                          f"Stopped on request after epoch {epoch + 1} of {cfg.epochs}.")
+                self._say("info", kept_result_message(self.best_epoch, self.best_val_accuracy,
+                                                      self.best_val_loss, self.best_model_path))
                 break
         return self._end("completed")
 
@@ -345,12 +357,14 @@ class TrainingSession:
                 if problem:
                     self._say("warning", problem)
             self.best_val_accuracy, self.best_epoch = accuracy, number
+            self.best_val_loss = evaluation.loss
         if saving:
             self._save(LAST_CHECKPOINT, checkpoint_data(
                 self.model, self.optimizer, self.scheduler,
                 self.scaler if self.plan.precision.autocast else None,
                 number, self.best_val_accuracy, self.best_epoch, self.scan.class_names,
-                self.config))
+                self.config, self.best_val_loss,
+                self.early_stopping.state_dict() if self.early_stopping else None))
             self.last_checkpoint_path = str(self.run_dir / LAST_CHECKPOINT)
         self.epochs_completed = number
         # Every process's failed images count; gathered before the barrier, so that the

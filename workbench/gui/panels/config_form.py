@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFileDialog, QFormLayout, QGroupBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FieldContext, applies, describe, help_text
@@ -126,6 +135,14 @@ class ConfigForm(QWidget):
         self._defaults_note.setWordWrap(True)
         self._defaults_note.setVisible(False)
         self.cache_status = ImageCacheStatus(self)
+        # The window connects it to the learning-rate finder; it sits under the lr field.
+        self.find_lr_button = QPushButton("Find learning rate\u2026", self)
+        self.find_lr_button.setObjectName("findLrButton")
+        self.find_lr_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.find_lr_button.setToolTip(
+            "Run a short range test (Smith's, as fastai's lr_find) on these settings and "
+            "images: the lr grows step by step, the loss is plotted, and the lr where it falls "
+            "fastest is suggested. The model and the optimiser are left as they were.")
         self._build_layout()
 
         for binding in self._bindings.values():
@@ -154,6 +171,12 @@ class ConfigForm(QWidget):
     def update_config(self, **changes: object) -> None:
         """Change some fields (e.g. data_root from the dataset panel) and refresh the form."""
         self.set_config(self._config.replace(**changes))
+
+    def edit_field(self, field: str, value: object) -> None:
+        """Set ``field`` as if the user had typed ``value`` (a file dialog's path, the lr the
+        range test suggests): validated, marked as edited, and ``config_changed`` emitted."""
+        self._bindings[field].set_value(value)
+        self._on_field_changed(field)
 
     def set_cuda_available(self, available: bool | None) -> None:
         """Say whether a CUDA device was detected (None: not known); CUDA-only fields follow."""
@@ -217,18 +240,18 @@ class ConfigForm(QWidget):
                                               self._config.weights_file,
                                               "PyTorch weights (*.pt *.pth);;All files (*)")
         if path:
-            self._set_field_from_dialog("weights_file", path)
+            self.edit_field("weights_file", path)
 
     def _on_output_dir_browse(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Folder for runs", self._config.output_dir)
         if path:
-            self._set_field_from_dialog("output_dir", path)
+            self.edit_field("output_dir", path)
 
     def _on_cache_dir_browse(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Folder for resized images",
                                                 self._config.cache_dir)
         if path:
-            self._set_field_from_dialog("cache_dir", path)
+            self.edit_field("cache_dir", path)
 
     # ------------------------------------------------------------------ refreshes
     def _config_updated(self) -> None:
@@ -285,6 +308,8 @@ class ConfigForm(QWidget):
                     form.addRow(label, row)
                 if field == "cache_dir":
                     form.addRow("", self.cache_status)
+                if field == "lr":
+                    form.addRow("", self.find_lr_button)
             layout.addWidget(group)
         layout.addStretch(1)
 
@@ -293,6 +318,3 @@ class ConfigForm(QWidget):
         assert isinstance(binding, TextBinding) and binding.browse_button is not None
         return binding.browse_button
 
-    def _set_field_from_dialog(self, field: str, value: str) -> None:
-        self._bindings[field].set_value(value)
-        self._on_field_changed(field)

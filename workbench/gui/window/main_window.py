@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.runs.config import ConfigError, TrainConfig, fields_set_in_config_file
-from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
-from workbench.core.runs.run_history import read_run_history
+from workbench.core.runs.events import RunEnd
 from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.device_panel import DevicePanel
@@ -36,14 +35,16 @@ from workbench.gui.panels.training_controls import TrainingControls
 from workbench.gui.widgets.download_progress_bar import DownloadProgressBar
 from workbench.gui.widgets.elided_label import ElidedLabel
 from workbench.gui.window.after_training_tabs import AfterTrainingTabs
+from workbench.gui.window.device_tools import DeviceTools
 from workbench.gui.window.help_menu import HelpMenu
+from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
 from workbench.gui.window.run_follow_controller import RunFollowController
+from workbench.gui.window.run_views import RunViews
 from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
 from workbench.gui.window.training_menu import TrainingMenu
 from workbench.gui.window.window_geometry import size_window_to_screen
 from workbench.gui.window.window_menu import FileMenu
-from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
 from workbench.gui.workers.training_worker import TrainingController
 
 DEVICE_STATUS_WIDTH = 700  # of the status bar; the rest is for its messages
@@ -106,35 +107,22 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.device_status)
         self.training_tab.layout().insertWidget(0, self.run_follow.banner)
         self.after_training = AfterTrainingTabs(self)
+        self.lr_finder = LrFinderAction(self)
+        self.device_tools = DeviceTools(self)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
-        self.device_panel.device_changed.connect(self._on_device_changed)
-        self.device_panel.devices_detected.connect(self._on_devices_detected)
-        self.device_panel.batch_search_requested.connect(self._on_batch_search_requested)
-        self.device_panel.batch_size_found.connect(self._on_batch_size_found)
-        self.device_panel.batch_search_failed.connect(self._on_batch_search_failed)
-        self.device_panel.measurements.probe_requested.connect(self._on_speed_probe_requested)
-        self.device_panel.measurements.probe_finished.connect(self._on_speed_probe_finished)
-        self.device_panel.batch_search_not_needed.connect(self._on_batch_search_not_needed)
         self.controls.start_button.clicked.connect(self._on_start_clicked)
         self.controls.pause_button.clicked.connect(self._on_pause_clicked)
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
-        self.controller.run_started.connect(self._on_run_started)
-        self.controller.step_finished.connect(self._on_step_finished)
-        self.controller.epoch_ended.connect(self._on_epoch_ended)
-        self.controller.message_logged.connect(self.log_panel.append_message)
+        self.controls.keep_best_button.clicked.connect(self._on_keep_best_clicked)
+        self.lr_finder.busy_changed.connect(self._update_controls)
+        self.run_views = RunViews(self)  # a local run's and a followed run's events
         self.controller.progress_reported.connect(self.download_bar.show_progress)
         self.download_bar.cancel_requested.connect(self._on_stop_clicked)
         self.controller.run_ended.connect(self._on_run_ended)
         self.controller.errored.connect(self._on_training_errored)
         self.controller.finished.connect(self._on_training_finished)
-        self.run_follow.run_started.connect(self._on_run_started)
-        self.run_follow.step_finished.connect(self._on_step_finished)
-        self.run_follow.epoch_ended.connect(self._on_epoch_ended)
-        self.run_follow.message_logged.connect(self.log_panel.append_message)
-        self.run_follow.run_ended.connect(self._on_followed_run_ended)
-        self.run_follow.restarted.connect(self._clear_run_views)
         self.results_panel.export_finished.connect(self._on_export_finished)
         self.results_panel.export_failed.connect(self._on_export_failed)
         self.first_run_panel.open_folder_requested.connect(self.file_menu.open_folder.trigger)
@@ -203,17 +191,16 @@ class MainWindow(QMainWindow):
     def start_training(self) -> bool:
         """Start a run with the form's config; False (and nothing started) if it has problems."""
         config = self.config_form.config()
-        if self.controller.is_running() or config.validate():
+        if self.controller.is_running() or config.validate() or self.lr_finder.is_busy():
             return False
         self._settings.save_config(config)
-        self.device_panel.cancel_batch_search()  # both would compete for the GPU's memory
-        self.device_panel.measurements.cancel()
+        self.device_tools.cancel()  # both would compete for the GPU's memory
         self.status_panel.set_run_config(config)
         self.run_follow.stop("a run started on this computer; the plots show that run now")
         self.run_follow.hide_banner()
-        self._clear_run_views()
+        self.run_views.clear()
         if config.resume:  # the epochs it continues after stay on the plots
-            self._show_run_history(Path(config.resume).parent)
+            self.run_views.show_history(Path(config.resume).parent)
         self.status_panel.set_state("Starting\u2026 (loading PyTorch, the data and the model)")
         self.log_panel.append_text("info", f"Starting training on {config.data_root}")
         self.controller.start(config)
@@ -232,7 +219,7 @@ class MainWindow(QMainWindow):
         if problem:
             self.show_error("Cannot follow that folder", problem)
             return False
-        self._clear_run_views()
+        self.run_views.clear()
         self.status_panel.set_state("Following a run written elsewhere; waiting for its events")
         self.right_tabs.setCurrentWidget(self.training_tab)
         return True
@@ -266,8 +253,8 @@ class MainWindow(QMainWindow):
                                              f"beside it ({exc})")
             return False
         self.apply_config(config.replace(resume=str(checkpoint)))
-        self._clear_run_views()
-        done = self._show_run_history(run_dir)
+        self.run_views.clear()
+        done = self.run_views.show_history(run_dir)
         self.status_panel.set_state(f"Ready to resume: epochs 1\u2013{done} of this run are "
                                     f"shown; Start continues with epoch {done + 1}."
                                     if done else "Ready to resume: Start continues the run.")
@@ -311,8 +298,8 @@ class MainWindow(QMainWindow):
                 self._close_when_stopped = True
                 event.ignore()
                 return
-        self.device_panel.cancel_batch_search()
-        self.device_panel.measurements.cancel()
+        self.device_tools.cancel()
+        self.lr_finder.cancel()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()
 
@@ -362,42 +349,8 @@ class MainWindow(QMainWindow):
         if self.dataset_panel is not None:
             self.dataset_panel.set_scan_options(config.val_fraction, config.seed)
         if not self.controller.is_running():
-            self.device_panel.measurements.check_memory(config, self._class_count())
+            self.device_tools.check_memory(config)
         self._update_controls()
-
-    def _on_device_changed(self, name: str) -> None:
-        self.config_form.update_config(device=name)
-        self.device_status.setText(self.device_panel.choice_text())
-
-    def _on_devices_detected(self, choices: object) -> None:
-        self.config_form.set_cuda_available(
-            any(name.startswith("cuda") for name, _ in choices.devices))
-        self.device_status.setText(self.device_panel.choice_text())
-        freeze_long_lived_objects()  # torch is loaded now: see long_lived_objects
-
-    def _class_count(self) -> int:
-        scan = self.dataset_panel.scan() if self.dataset_panel is not None else None
-        return len(scan.class_names) if scan is not None else 10
-
-    def _on_batch_search_requested(self) -> None:
-        self.device_panel.start_batch_search(self.config_form.config(), self._class_count())
-
-    def _on_speed_probe_requested(self) -> None:
-        self.device_panel.measurements.start_probe(self.config_form.config())
-
-    def _on_speed_probe_finished(self, result: object) -> None:
-        self.config_form.update_config(**result.config_changes())
-        self.log_panel.append_text("info", f"Speed probe: {result.describe()} Applied.")
-
-    def _on_batch_size_found(self, result: object) -> None:
-        self.config_form.update_config(batch_size=result.batch_size)
-        self.log_panel.append_text("info", result.describe())
-
-    def _on_batch_search_failed(self, message: str) -> None:
-        self.log_panel.append_text("warning", f"Batch size search: {message}")
-
-    def _on_batch_search_not_needed(self, message: str) -> None:
-        self.log_panel.append_text("info", message)
 
     # ------------------------------------------------------------------ training
     def _on_start_clicked(self) -> None:
@@ -417,28 +370,11 @@ class MainWindow(QMainWindow):
         self.status_panel.set_state("Stopping\u2026 (after the current step)")
         self._update_controls()
 
-    def _on_run_started(self, event: RunStart) -> None:
-        self.download_bar.finish()
-        self.status_panel.show_run_start(event)
-        self._plots().set_run_start(event)
-        self.results_panel.show_run_start(event)
-        self.log_panel.append_text("info", f"Run folder {event.run_dir}; {event.dataset_summary}; "
-                                           f"{event.steps_per_epoch} steps per epoch on "
-                                           f"{event.device} ({event.device_name})")
-
-    def _on_step_finished(self, event: StepStats) -> None:
-        self._plots().add_step(event)
-        self.status_panel.show_step(event)
-
-    def _on_epoch_ended(self, event: EpochEnd) -> None:
-        self._plots().add_epoch(event)
-        self.status_panel.show_epoch_end(event)
-        self.results_panel.show_epoch_end(event)
-        best = " (best so far)" if event.is_best else ""
-        self.log_panel.append_text(
-            "info", f"Epoch {event.epoch}/{event.epochs}: train loss {event.train_loss:.4f}, "
-                    f"accuracy {100 * event.train_accuracy:.1f}%; val loss {event.val_loss:.4f}, "
-                    f"accuracy {100 * event.val_accuracy:.1f}%{best}")
+    def _on_keep_best_clicked(self) -> None:
+        self.controller.request_stop_keep_best()
+        self.status_panel.set_state("Finishing this epoch, then stopping: the best epoch "
+                                    "becomes the run's result")
+        self._update_controls()
 
     def _on_run_ended(self, event: RunEnd) -> None:
         self.download_bar.finish()
@@ -454,31 +390,6 @@ class MainWindow(QMainWindow):
             self._out_of_memory_end = event  # the offer waits until the thread has finished
         elif event.status == "failed" and event.error:  # the log has it already
             self._open_warning_box("Training failed", event.error)
-
-    def _on_followed_run_ended(self, event: RunEnd) -> None:
-        self._plots().flush()
-        self.status_panel.show_run_end(event)
-        self.results_panel.show_run_end(event)
-        self.statusBar().showMessage(f"Followed run {event.status}", 10_000)
-
-    def _clear_run_views(self) -> None:
-        self._plots().reset()
-        self.results_panel.clear()
-
-    def _show_run_history(self, run_dir: Path) -> int:
-        """Draw the finished epochs of ``run_dir`` (read from its metrics.jsonl); returns the
-        last of them, 0 when there is none."""
-        history = read_run_history(run_dir)
-        plots = self._plots()
-        if history.start is not None:
-            plots.set_run_start(history.start)
-        for event in history.events:
-            if isinstance(event, StepStats):
-                plots.add_step(event)
-            else:
-                plots.add_epoch(event)
-        plots.flush()
-        return history.epochs_done
 
     def _on_training_errored(self, message: str) -> None:
         self.log_panel.append_text("error", message)
@@ -530,7 +441,10 @@ class MainWindow(QMainWindow):
     def _update_controls(self) -> None:
         running = self.controller.is_running()
         self.controls.set_state(running, self.controller.is_paused(),
-                                self.controller.stop_requested(), self.config_form.problems())
+                                self.controller.stop_requested(), self.config_form.problems(),
+                                self.controller.stop_keep_best_requested(),
+                                self.lr_finder.busy_reason())
+        self.lr_finder.set_training(running)
         self.config_form.setEnabled(not running)
         self.device_panel.setEnabled(not running)
         self.file_menu.set_training(running)

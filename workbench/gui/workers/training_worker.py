@@ -106,6 +106,11 @@ class TrainingWorker(RunSignals):
         return self._control.cancel_requested
 
     @property
+    def stop_keep_best_requested(self) -> bool:
+        """True once ``request_stop_keep_best`` has been called."""
+        return self._control.stop_after_epoch_requested
+
+    @property
     def paused(self) -> bool:
         """True while the run is paused."""
         return self._control.paused
@@ -113,6 +118,11 @@ class TrainingWorker(RunSignals):
     def request_stop(self) -> None:
         """Ask the run to stop at the next step boundary; safe from any thread."""
         self._control.request_cancel()
+
+    def request_stop_keep_best(self) -> None:
+        """Ask the run to end after the current epoch, its best epoch being its result; safe
+        from any thread."""
+        self._control.request_stop_after_epoch()
 
     def pause(self) -> None:
         """Hold the run before its next step; safe from any thread."""
@@ -192,6 +202,17 @@ class TrainingController(RunSignals):
         worker = self._live_worker()
         if worker is not None:
             worker.request_stop()
+
+    def stop_keep_best_requested(self) -> bool:
+        """True when the current run has been asked to end after its epoch, keeping its best."""
+        worker = self._live_worker()
+        return worker is not None and worker.stop_keep_best_requested
+
+    def request_stop_keep_best(self) -> None:
+        """Ask the running run to end after the current epoch with its best epoch as result."""
+        worker = self._live_worker()
+        if worker is not None:
+            worker.request_stop_keep_best()
 
     def pause(self) -> None:
         """Pause the running run before its next step."""

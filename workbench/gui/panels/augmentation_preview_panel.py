@@ -195,10 +195,17 @@ class SplitPreviewView(QGroupBox):
         top = QHBoxLayout()
         top.addWidget(self.resized_label)
         top.addWidget(self.note_label, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(self._grid)
-        layout.addStretch(1)
+        self._layout = QVBoxLayout(self)
+        self._layout.addLayout(top)
+        self._layout.addLayout(self._grid)
+        self._layout.addStretch(1)
+
+    def add_action(self, button: QPushButton) -> None:
+        """A button on its own row at the top of the box."""
+        row = QHBoxLayout()
+        row.addWidget(button)
+        row.addStretch(1)
+        self._layout.insertLayout(0, row)
 
     def show_preview(self, crops: CropPreview) -> None:
         """Draw the boxes on the resized image and one tile per crop."""
@@ -288,10 +295,12 @@ class AugmentationPreviewPanel(QWidget):
     def _build_layout(self) -> None:
         header = QHBoxLayout()
         header.addWidget(self.status_label, 1)
-        header.addWidget(self.new_draw_button)
         header.addWidget(QLabel("Show:"))
         for button in self.show_buttons.values():
             header.addWidget(button)
+        # In the training box, whose crops it redraws (in the header row it would make the
+        # window wider than a small laptop screen allows).
+        self.train_view.add_action(self.new_draw_button)
         content = QWidget()
         content_layout = QVBoxLayout(content)
         content_layout.addWidget(self.train_view)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 import torch
@@ -77,3 +78,19 @@ def test_lr_find_command_trains_and_prints_a_suggestion(shapes, tmp_path, capsys
     assert "suggested lr" in out and "use it with: --lr" in out
     suggested = float(out.split("--lr ")[1].split()[0])
     assert 1e-4 <= suggested <= 10
+
+
+def test_noise_at_the_low_end_does_not_win_over_the_real_fall():
+    rng = random.Random(0)
+    lrs = [10 ** (-7 + 0.1 * i) for i in range(70)]
+    # Flat with noise (a few hundredths from step to step) up to 1e-4, then a steady fall of
+    # 1.5 to a minimum at 1e-2, then divergence: the fall, not the noise, is the suggestion.
+    losses = []
+    for lr in lrs:
+        decade = math.log10(lr)
+        fall = min(max(decade + 4, 0.0), 2.0) * 0.75
+        rise = max(0.0, decade + 2) * 5
+        losses.append(2.3 - fall + rise + rng.uniform(-0.04, 0.04))
+    losses[8] -= 0.25  # one noisy drop between neighbours, steeper than the fall per step
+    suggested = suggest_lr(lrs, losses)
+    assert suggested is not None and 1e-4 <= suggested <= 1e-2, suggested

@@ -37,17 +37,10 @@ def small_config(data: Path, output: Path) -> TrainConfig:
 
 
 @pytest.fixture
-def window(qtbot) -> MainWindow:
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.ask_before_closing_during_training = False
-    win.run_follow.interval_ms = 50
-    win.show()
-    qtbot.waitExposed(win)
-    yield win
-    if win.controller.is_running():
-        win.controller.request_stop()
-        assert win.controller.wait_finished(60)
+def window(window: MainWindow) -> MainWindow:
+    """The shown window, polling followed run folders every 50 ms."""
+    window.run_follow.interval_ms = 50
+    return window
 
 
 def metrics_lines(run_dir: Path) -> list[dict]:

@@ -10,23 +10,8 @@ import pytest
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.window.lr_finder_action import BUSY_REASON, TRAINING_REASON
-from workbench.gui.window.main_window import MainWindow
 
 TIMEOUT_MS = 120_000
-
-
-@pytest.fixture
-def window(qtbot) -> MainWindow:
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.ask_before_closing_during_training = False
-    win.show()
-    qtbot.waitExposed(win)
-    yield win
-    win.lr_finder.cancel()  # the pool is drained after each test (conftest)
-    if win.controller.is_running():
-        win.controller.request_stop()
-        assert win.controller.wait_finished(60)
 
 
 def small_cnn_config(data, tmp_path) -> TrainConfig:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import pytest
 import torch
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
@@ -14,19 +13,6 @@ from workbench.core.runs.config import TrainConfig
 from workbench.gui.window.main_window import MainWindow
 
 RUN_TIMEOUT_MS = 120_000
-
-
-@pytest.fixture
-def window(qtbot, tmp_path) -> MainWindow:
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.ask_before_closing_during_training = False
-    win.show()
-    qtbot.waitExposed(win)
-    yield win
-    if win.controller.is_running():
-        win.controller.request_stop()
-        assert win.controller.wait_finished(60)
 
 
 def open_dataset(qtbot, window: MainWindow, folder: Path) -> None:

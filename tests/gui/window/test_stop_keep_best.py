@@ -12,23 +12,9 @@ import pytest
 from workbench.core.models.checkpoint_format import read_workbench_file
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, StepStats
-from workbench.gui.window.main_window import MainWindow
 
 RUN_TIMEOUT_MS = 120_000
 EPOCHS = 6
-
-
-@pytest.fixture
-def window(qtbot) -> MainWindow:
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.ask_before_closing_during_training = False
-    win.show()
-    qtbot.waitExposed(win)
-    yield win
-    if win.controller.is_running():
-        win.controller.request_stop()
-        assert win.controller.wait_finished(60)
 
 
 def test_stop_and_keep_best_ends_after_the_epoch_with_the_best_epoch_as_result(

@@ -46,7 +46,7 @@ class AccuracyWorkload:
     batch: int = 32
 
 
-FULL = AccuracyWorkload(100, 30, 32, epochs=5, seeds=(0, 1, 2))
+FULL = AccuracyWorkload(100, 50, 32, epochs=5, seeds=(0, 1, 2, 3, 4))
 QUICK = AccuracyWorkload(6, 3, 32, epochs=1, seeds=(0, 1))
 
 

@@ -8,8 +8,10 @@ Workbench trains through its engine with the same config: the flags of the compa
 found its crops wrong (ResNet18 from scratch, SGD lr 0.01, momentum 0.9, weight decay 1e-4,
 batch 32, RandomResizedCrop 28 + flip, validation Resize 32 + CenterCrop 28) on ten classes
 of small grey images, generated handwritten digits (``handwritten_digits``: every image its
-own hand, slant, size, place, pen, blur and noise). A few epochs on a few hundred images
-leave both well below 100%, and well above chance. Rows: best validation accuracy, mean over
+own hand, slant, size, place, pen, blur and noise). Five epochs on 3,000 images leave both
+near 0.9, below 100% and well above chance; on 1,000 images (about 0.7) a run's accuracy
+swung by up to 14 points with the seed or with float rounding alone, which five seeds could
+not average out. Rows: best validation accuracy, mean over
 the seeds (target >= 1.00x, less the seeds' spread), and the wall time of the whole runs
 (target: no slower).
 """
@@ -31,7 +33,7 @@ from workbench.core.models.building import build_model
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.training.engine import train
-from workbench.core.training.optimisers import build_optimizer, build_scheduler
+from workbench.core.training.optimisers import build_scheduler
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class AccuracyWorkload:
     batch: int = 32
 
 
-FULL = AccuracyWorkload(100, 50, 32, epochs=5, seeds=(0, 1, 2, 3, 4))
+FULL = AccuracyWorkload(300, 50, 32, epochs=5, seeds=(0, 1, 2, 3, 4))
 QUICK = AccuracyWorkload(6, 3, 32, epochs=1, seeds=(0, 1))
 
 
@@ -99,7 +101,9 @@ def plain_run(config: TrainConfig) -> tuple[float, float]:
     val_loader = torch.utils.data.DataLoader(val_set, batch_size=config.batch_size,
                                              num_workers=config.workers)
     model = build_model(config, len(train_set.classes))
-    optimizer = build_optimizer(config, model.parameters())
+    # The reference's optimiser as it builds it: torch's default implementation.
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
+                                weight_decay=config.weight_decay)
     scheduler = build_scheduler(config, optimizer)
     criterion = torch.nn.CrossEntropyLoss()
     best = 0.0

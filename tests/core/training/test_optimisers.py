@@ -1,0 +1,65 @@
+"""The optimiser the run builds: torch's fused implementation where it can, the same updates."""
+
+from __future__ import annotations
+
+import io
+
+import torch
+
+from workbench.core.models.building import build_model
+from workbench.core.runs.config import TrainConfig
+from workbench.core.training.optimisers import build_optimizer
+
+
+def _steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer, count: int) -> None:
+    generator = torch.Generator().manual_seed(0)
+    torch.manual_seed(1)  # the same dropout masks in both models
+    for _ in range(count):
+        images = torch.randn(8, 1, 28, 28, generator=generator)
+        labels = torch.randint(0, 10, (8,), generator=generator)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def _pair(config: TrainConfig) -> tuple[torch.nn.Module, torch.nn.Module]:
+    torch.manual_seed(0)
+    ours = build_model(config, 10)
+    reference = build_model(config, 10)
+    reference.load_state_dict(ours.state_dict())
+    return ours, reference
+
+
+def test_sgd_and_adamw_are_fused_on_the_cpu_and_update_as_torch_defaults_do() -> None:
+    for name, default in (("sgd", lambda p, c: torch.optim.SGD(
+            p, lr=c.lr, momentum=c.momentum, weight_decay=c.weight_decay)),
+            ("adamw", lambda p, c: torch.optim.AdamW(p, lr=c.lr, weight_decay=c.weight_decay))):
+        config = TrainConfig(model="small_cnn", weights="none", finetune="full", optimizer=name,
+                             lr=0.01, momentum=0.9, weight_decay=1e-3)
+        ours, reference = _pair(config)
+        optimizer = build_optimizer(config, ours.parameters())
+        assert optimizer.param_groups[0]["fused"] is True, name
+        _steps(ours, optimizer, 5)
+        _steps(reference, default(reference.parameters(), config), 5)
+        for (key, mine), theirs in zip(ours.state_dict().items(),
+                                       reference.state_dict().values(), strict=True):
+            assert torch.allclose(mine, theirs, atol=1e-5), (name, key)
+
+
+def test_optimiser_state_saved_by_the_unfused_implementation_resumes_in_the_fused_one() -> None:
+    config = TrainConfig(model="small_cnn", weights="none", finetune="full", lr=0.01,
+                         momentum=0.9)
+    ours, reference = _pair(config)
+    older = torch.optim.SGD(reference.parameters(), lr=0.01, momentum=0.9)
+    _steps(reference, older, 3)
+    ours.load_state_dict(reference.state_dict())
+    resumed = build_optimizer(config, ours.parameters())
+    saved = io.BytesIO()
+    torch.save(older.state_dict(), saved)  # as a checkpoint holds it
+    saved.seek(0)
+    resumed.load_state_dict(torch.load(saved, weights_only=True))
+    _steps(ours, resumed, 2)
+    _steps(reference, older, 2)
+    for mine, theirs in zip(ours.parameters(), reference.parameters(), strict=True):
+        assert torch.allclose(mine, theirs, atol=1e-5)

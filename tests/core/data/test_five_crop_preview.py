@@ -193,3 +193,78 @@ def test_the_augmented_preview_is_what_trainings_transform_gives_for_the_seed(
     assert not np.array_equal(plain.train.crops[0], shown[0])
     assert plain.train.boxes == five_crop_preview(str(path), config, seed=0).train.boxes
     assert plain.mixing_note == ""
+
+
+def _class_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """train/circle/a.png and train/square/b.png: two classes that look nothing alike."""
+    first = tmp_path / "train" / "circle" / "a.png"
+    second = tmp_path / "train" / "square" / "b.png"
+    for path, shape, seed in ((first, "circle", 1), (second, "square", 2)):
+        path.parent.mkdir(parents=True)
+        draw_shape_image(shape, (64, 48), random.Random(seed)).save(path)
+    (tmp_path / "train" / "square" / "notes.txt").write_text("not an image")
+    return first, second
+
+
+def _own_share(label: str) -> float:
+    return int(label.split(": ")[1].split("%")[0]) / 100
+
+
+def test_mixup_is_drawn_with_an_image_of_another_class(tmp_path: Path) -> None:
+    first, second = _class_folders(tmp_path)
+    from workbench.core.data.five_crop_preview import mixing_partner
+
+    assert mixing_partner(str(first), seed=0) == str(second)
+    lone = tmp_path / "one-class" / "only"
+    lone.mkdir(parents=True)
+    assert mixing_partner(str(_photo(lone)), seed=0) is None  # no class folder beside it
+    config = _config(crop_mode="standard", mixup_alpha=0.4)
+    before = torch.get_rng_state()
+    preview = five_crop_preview(str(first), config, seed=3, partner=str(second))
+    assert torch.equal(torch.get_rng_state(), before)
+    assert len(preview.train.crops) == 2 and len(preview.train.boxes) == 1
+    label = preview.train.labels[1]
+    assert label.startswith("after mixup: ") and label.endswith("square/b.png")
+    share = _own_share(label)
+    assert 0.0 < share < 1.0
+    assert "square/b.png" in preview.mixing_note and "not drawn" not in preview.mixing_note
+    # Each pixel is the share-weighted blend of the two training crops (the partner's drawn
+    # with the next seed), as the model receives them.
+    plain = _config(crop_mode="standard")
+    own = five_crop_preview(str(first), plain, seed=3).train.crops[0].astype(float)
+    theirs = five_crop_preview(str(second), plain, seed=4).train.crops[0].astype(float)
+    assert np.array_equal(preview.train.crops[0], own.astype(np.uint8))
+    blend = share * own + (1 - share) * theirs
+    assert np.abs(preview.train.crops[1].astype(float) - blend).max() <= 0.005 * 255 + 1
+
+
+def test_cutmix_pastes_a_box_of_the_other_image_in_the_share_its_label_says(
+        tmp_path: Path) -> None:
+    first, second = _class_folders(tmp_path)
+    config = _config(crop_mode="standard", cutmix_alpha=1.0)
+    plain = _config(crop_mode="standard")
+    for seed in range(6):
+        preview = five_crop_preview(str(first), config, seed=seed, partner=str(second))
+        assert preview.train.labels[1].startswith("after cutmix: ")
+        own = five_crop_preview(str(first), plain, seed=seed).train.crops[0]
+        theirs = five_crop_preview(str(second), plain, seed=seed + 1).train.crops[0]
+        mixed = preview.train.crops[1]
+        from_own = (mixed == own).all(axis=2)
+        from_theirs = (mixed == theirs).all(axis=2)
+        assert (from_own | from_theirs).all(), "every pixel comes from one of the two crops"
+        differing = ~(own == theirs).all(axis=2)
+        if differing.any():
+            taken = from_own[differing].mean()
+            assert abs(taken - _own_share(preview.train.labels[1])) <= 0.15
+
+
+def test_mixing_without_a_readable_partner_says_why_and_shows_one_tile(tmp_path: Path) -> None:
+    first, _ = _class_folders(tmp_path)
+    broken = tmp_path / "train" / "square" / "broken.png"
+    broken.write_bytes(b"not a png")
+    config = _config(crop_mode="standard", mixup_alpha=0.2)
+    preview = five_crop_preview(str(first), config, seed=0, partner=str(broken))
+    assert len(preview.train.crops) == 1
+    assert "cannot be read" in preview.mixing_note and "broken.png" in preview.mixing_note
+    alone = five_crop_preview(str(first), config, seed=0)
+    assert len(alone.train.crops) == 1 and "not drawn here" in alone.mixing_note

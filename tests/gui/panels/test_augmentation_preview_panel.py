@@ -167,15 +167,27 @@ def test_small_digit_crops_are_enlarged_pixel_for_pixel(qtbot, panel, photo):
 
 
 def test_new_draw_shows_new_random_augmentations_of_the_training_crop(qtbot, panel, photo):
+    # The image in a class folder of a dataset, beside another class to mix it with.
+    dataset = photo.parent / "data" / "train"
+    (dataset / "red").mkdir(parents=True)
+    (dataset / "green").mkdir()
+    image = dataset / "red" / "photo.jpg"
+    photo.rename(image)
+    Image.new("RGB", (300, 300), (40, 250, 40)).save(dataset / "green" / "leaf.png")
     settings = config(crop_mode="standard", color_jitter_brightness=0.5, rotation_degrees=30.0,
                       auto_augment="trivial_augment_wide", mixup_alpha=0.2)
-    first = show_preview(qtbot, panel, settings, photo)
+    first = show_preview(qtbot, panel, settings, image)
     assert panel.new_draw_button.isEnabled()
     assert first.train.labels[0].endswith(
         "\n+ rotation \u00b130\u00b0\n+ colour jitter\n+ TrivialAugmentWide")
     assert not panel.mixing_label.isHidden()
     assert "mixup (alpha 0.2)" in panel.mixing_label.text()
-    assert "not drawn here" in panel.mixing_label.text()
+    assert "green/leaf.png" in panel.mixing_label.text()
+    # The crop after mixing with the other class's image, in its own tile.
+    assert len(panel.train_view.tiles) == 2
+    assert panel.train_view.tiles[1].caption_label.text().startswith("2 · after mixup: ")
+    assert panel.train_view.tiles[1].caption_label.text().endswith("green/leaf.png")
+    assert panel.status_label.text().startswith("1 crop of 224x224")
     shown = panel.train_view.tiles[0].image_label.pixmap().toImage()
 
     with qtbot.waitSignal(panel.preview_ready, timeout=PREVIEW_TIMEOUT_MS) as blocker:

@@ -56,11 +56,13 @@ PREVIEW_FIELDS = ("crop_mode", "resize_size", "crop_size", "train_hflip", "model
 def timed_preview(path: str, config: TrainConfig, seed: int = 0
                   ) -> tuple[AugmentationPreview, float]:
     """Pool thread: the preview with the random draws of ``seed`` and the seconds it took
-    (import kept out of panel start-up)."""
-    from workbench.core.data.five_crop_preview import five_crop_preview
+    (import kept out of panel start-up). With mixup or cutmix on, an image of another class
+    (``mixing_partner``, also drawn by ``seed``) shows one draw of the mixing."""
+    from workbench.core.data.five_crop_preview import five_crop_preview, mixing_on, mixing_partner
 
     start = time.perf_counter()
-    preview = five_crop_preview(path, config, seed)
+    partner = mixing_partner(path, seed) if mixing_on(config) else None
+    preview = five_crop_preview(path, config, seed, partner)
     return preview, time.perf_counter() - start
 
 
@@ -119,7 +121,7 @@ def draw_crop_boxes(resized: np.ndarray, crops: CropPreview) -> QPixmap:
 
 def describe_preview(preview: AugmentationPreview, config: TrainConfig, seconds: float) -> str:
     """The status line, e.g. '5 crops of 224x224 from a 6000x4000 image resized to ...'."""
-    count = len(preview.train.crops)
+    count = len(preview.train.boxes)  # a mixed tile is no further crop
     crops = f"{count} crop{'s' if count != 1 else ''} of {config.crop_size}x{config.crop_size}"
     width, height = preview.original_size
     resized_h, resized_w = preview.train.resized.shape[:2]

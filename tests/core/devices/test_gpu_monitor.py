@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
+import pytest
+import torch
+
 from workbench.core.devices.gpu_monitor import (
     GpuMonitor,
     NvmlDeviceId,
@@ -47,3 +53,61 @@ def test_the_cpu_has_no_nvml_figures():
     sample = monitor.sample()
     assert not monitor.available
     assert (sample.utilization, sample.throttle_reasons) == (None, None)
+
+
+class _FakeNvml:
+    """Stand-in for the NVML library (pynvml) of a three-GPU machine; each card reports its
+    own utilisation, temperature and power, so figures show which card was read."""
+
+    CARDS = [  # (uuid, bus id, utilisation %, temperature C, power mW)
+        ("GPU-11111111-0000-0000-0000-000000000000", "00000000:18:00.0", 5, 31, 20_000),
+        ("GPU-22222222-0000-0000-0000-000000000000", "00000000:3B:00.0", 50, 62, 150_000),
+        ("GPU-33333333-0000-0000-0000-000000000000", "00000000:AF:00.0", 97, 84, 290_000),
+    ]
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.CARDS)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetUUID(self, handle: int) -> bytes:
+        return self.CARDS[handle][0].encode()
+
+    def nvmlDeviceGetPciInfo(self, handle: int):
+        return types.SimpleNamespace(busId=self.CARDS[handle][1].encode())
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int):
+        return types.SimpleNamespace(gpu=self.CARDS[handle][2])
+
+    def nvmlDeviceGetTemperature(self, handle: int, _sensor: int) -> int:
+        return self.CARDS[handle][3]
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        return self.CARDS[handle][4]
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: int) -> int:
+        return 0
+
+
+@pytest.mark.parametrize(("visible", "uuid", "pci"), [
+    (2, "33333333-0000-0000-0000-000000000000", (0, 0xAF, 0)),  # CUDA_VISIBLE_DEVICES=2
+    (1, "", (0, 0x3B, 0)),  # CUDA_VISIBLE_DEVICES=1, a driver that gives no UUID
+])
+def test_the_monitor_reads_the_card_cuda_device_0_is_not_nvmls_card_0(
+        monkeypatch, visible, uuid, pci):
+    # With GPUs hidden, CUDA's device 0 is NVML's card ``visible``: its figures must be read.
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml())
+    properties = types.SimpleNamespace(uuid=uuid, pci_domain_id=pci[0], pci_bus_id=pci[1],
+                                       pci_device_id=pci[2])
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device: properties)
+    monkeypatch.setattr("workbench.core.devices.gpu_monitor.on_battery", lambda: None)
+    monitor = GpuMonitor("cuda:0")
+    sample = monitor.sample()
+    assert monitor.available
+    _, _, utilisation, temperature, power = _FakeNvml.CARDS[visible]
+    assert (sample.utilization, sample.temperature, sample.power_w) == (
+        utilisation, temperature, power / 1000)

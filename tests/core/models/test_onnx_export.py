@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -14,7 +16,7 @@ from workbench.core.data.transforms import normalization_for
 from workbench.core.models.building import build_model
 from workbench.core.models.checkpoint_format import model_file_data, write_workbench_file
 from workbench.core.models.export import ExportError, PreprocessingClassifier
-from workbench.core.models.onnx_export import export_model_file_onnx
+from workbench.core.models.onnx_export import export_model_file_onnx, export_onnx
 from workbench.core.runs.config import TrainConfig
 
 # A fresh interpreter with onnxruntime only: other batch sizes than the export's, metadata.
@@ -70,3 +72,46 @@ def test_a_file_that_is_not_a_model_is_refused_and_nothing_written(tmp_path):
     with pytest.raises(ExportError, match="cannot export"):
         export_model_file_onnx(bogus, tmp_path / "model.onnx")
     assert not (tmp_path / "model.onnx").exists()
+
+
+class _DenormalSensitive(torch.nn.Module):
+    """Logits that pass through a denormal number: zero where the process flushes denormals
+    to zero (``torch.set_flush_denormal``), about the input where it does not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("small", torch.tensor(1e-20))
+        self.register_buffer("large", torch.tensor(1e20))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        values = x.flatten(1)[:, :3]
+        # values * 1e-40 lies below float32's smallest normal number (1.2e-38).
+        return values * self.small * self.small * self.large * self.large
+
+
+def test_an_onnx_file_that_computes_otherwise_in_a_fresh_process_is_not_written(tmp_path):
+    # A real mismatch: this process flushes denormals, onnxruntime in a fresh process does
+    # not, so only a check that compares the fresh output with the eager one can see it.
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormals")
+    config = TrainConfig(model="small_cnn", weights="none", resize_size=32, crop_size=28)
+    target = tmp_path / "model.onnx"
+    try:
+        with pytest.raises(ExportError, match="differs from the trained model") as info:
+            export_onnx(_DenormalSensitive(), ["a", "b", "c"], config, target)
+    finally:
+        torch.set_flush_denormal(False)
+    assert str(target) in str(info.value)
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="umask is POSIX")
+def test_the_onnx_file_follows_the_umask(tmp_path):
+    config = TrainConfig(model="small_cnn", weights="none", resize_size=32, crop_size=28)
+    model = build_model(config, 3).eval()
+    previous = os.umask(0o022)
+    try:
+        result = export_onnx(model, ["a", "b", "c"], config, tmp_path / "model.onnx")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(result.path).st_mode) == 0o644

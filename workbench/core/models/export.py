@@ -31,9 +31,9 @@ from workbench.core.models.export_files import (
     ExportError,
     cpu_inference_copy,
     fresh_process_report,
+    publish_export,
     temp_file_beside,
 )
-from workbench.core.runs.atomic_io import follow_umask
 from workbench.core.runs.config import TrainConfig
 
 EXPORT_FORMAT = "workbench-export"
@@ -164,8 +164,7 @@ def export_torchscript(
         _check_diff(diff, path, "after reloading")
         subprocess_diff = _subprocess_diff(temp, inputs, expected)
         _check_diff(subprocess_diff, path, "in a fresh Python process")
-        follow_umask(temp)
-        os.replace(temp, path)
+        publish_export(temp, path)
     finally:
         temp.unlink(missing_ok=True)
     return ExportResult(

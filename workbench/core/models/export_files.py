@@ -1,6 +1,7 @@
 """What both exports (TorchScript and ONNX) share: the error they raise, the tolerance they
-verify against, the temporary file the export is written to before it replaces the target,
-the CPU copy of the model they trace, and the check of the file in a fresh Python process."""
+verify against, the temporary file the export is written to and its move to the target (with
+the mode the umask asks for), the CPU copy of the model they trace, and the check of the file
+in a fresh Python process."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from workbench.core.runs.atomic_io import follow_umask
 
 TOLERANCE = 1e-4
 FRESH_PROCESS_TIMEOUT_S = 300
@@ -35,6 +38,16 @@ def temp_file_beside(path: Path) -> Path:
         raise ExportError(f"cannot write '{path}': {exc.strerror or exc}") from exc
     os.close(fd)
     return Path(name)
+
+
+def publish_export(temp: Path, path: Path) -> None:
+    """Give the verified ``temp`` file the mode the umask asks for (``mkstemp`` made it 0600)
+    and move it to ``path`` in one step."""
+    try:
+        follow_umask(temp)
+        os.replace(temp, path)
+    except OSError as exc:
+        raise ExportError(f"cannot write '{path}': {exc.strerror or exc}") from exc
 
 
 def cpu_inference_copy(model: nn.Module) -> nn.Module:

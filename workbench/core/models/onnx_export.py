@@ -32,6 +32,7 @@ from workbench.core.models.export_files import (
     ExportError,
     cpu_inference_copy,
     fresh_process_report,
+    publish_export,
     temp_file_beside,
 )
 from workbench.core.runs.config import TrainConfig
@@ -99,7 +100,7 @@ def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfi
         if not diff <= TOLERANCE:  # also catches NaN
             raise ExportError(f"ONNX export to '{path}' differs from the trained model: max abs "
                               f"logit difference {diff:.3g} > {TOLERANCE:g}; not written")
-        os.replace(temp, path)
+        publish_export(temp, path)
     finally:
         temp.unlink(missing_ok=True)
     return ExportResult(str(path), diff, diff, list(class_names), config.crop_size,

@@ -151,7 +151,7 @@ def mixing_partner(path: str, seed: int) -> str | None:
     class_folder = Path(path).parent
     try:
         classes = sorted(entry.path for entry in os.scandir(class_folder.parent)
-                         if entry.is_dir() and entry.path != str(class_folder)
+                         if entry.is_dir() and entry.name != class_folder.name
                          and not entry.name.startswith("."))
     except OSError:
         return None

@@ -227,35 +227,14 @@ def test_load_exported_refuses_missing_foreign_and_corrupt_files(tmp_path: Path)
         predict_images(corrupt, [])
 
 
-class _DenormalSensitive(nn.Module):
-    """Logits that pass through a denormal number: zero where the process flushes denormals
-    to zero (``torch.set_flush_denormal``), the input itself where it does not."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        # Normal numbers: a stored denormal could itself be flushed when the model is copied.
-        self.register_buffer("small", torch.tensor(1e-20))
-        self.register_buffer("large", torch.tensor(1e20))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        values = x.flatten(1)[:, :3]
-        # values * 1e-40 lies below float32's smallest normal number (1.2e-38).
-        return values * self.small * self.small * self.large * self.large
-
-
 def test_a_model_that_computes_otherwise_in_a_fresh_process_fails_the_export(
-    tmp_path: Path,
+    tmp_path: Path, flushing_denormals: nn.Module,
 ) -> None:
     # A real mismatch: this process flushes denormals, a fresh one does not, so the eager
     # model and the file reloaded here agree (zeros) and only the fresh process differs.
-    if not torch.set_flush_denormal(True):
-        pytest.skip("this CPU cannot flush denormals")
     target = tmp_path / "model.pt"
-    try:
-        with pytest.raises(ExportError, match="in a fresh Python process") as info:
-            export_torchscript(_DenormalSensitive(), CLASSES, SMALL_CNN, target)
-    finally:
-        torch.set_flush_denormal(False)
+    with pytest.raises(ExportError, match="in a fresh Python process") as info:
+        export_torchscript(flushing_denormals, CLASSES, SMALL_CNN, target)
     assert str(target) in str(info.value)
     assert not target.exists()
 

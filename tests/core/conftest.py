@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import struct
+from pathlib import Path
+
 import pytest
-from PIL import JpegImagePlugin
+from PIL import Image, JpegImagePlugin
 
 
 @pytest.fixture
@@ -19,3 +23,19 @@ def draft_scales(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "draft", spy)
     return scales
+
+
+def write_png_with_a_broken_exif_block(path: Path) -> None:
+    """A PNG that decodes, but whose EXIF tag points past its data: Pillow warns about it
+    ('Tag data larger than file')."""
+    entry = struct.pack("<HHII", 0x010E, 2, 100, 1000)  # 100 bytes of text at offset 1000
+    exif = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1) + entry + b"\x00" * 4
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 32), (200, 10, 10)).save(buffer, "PNG", exif=exif)
+    path.write_bytes(buffer.getvalue())
+
+
+@pytest.fixture
+def png_with_a_broken_exif_block():
+    """``write_png_with_a_broken_exif_block``, for tests in any folder below this one."""
+    return write_png_with_a_broken_exif_block

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import threading
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 import torch
 from torch.utils.data import WeightedRandomSampler
 
+from workbench.core.data import data_pipeline
 from workbench.core.data.batch_preparation import BatchPreparer, normalise_in_one_pass
 from workbench.core.data.batched_crops import draw_resized_crops
 from workbench.core.data.data_pipeline import (
@@ -18,7 +21,7 @@ from workbench.core.data.data_pipeline import (
     inverse_frequency_weights,
 )
 from workbench.core.data.dataset_scan import scan_dataset
-from workbench.core.data.decode_failures import read_failure_log
+from workbench.core.data.decode_failures import read_failure_log, read_warning_log
 from workbench.core.data.image_cache import load_image_uint8
 from workbench.core.data.synthetic_images import draw_shape_image, write_shape_dataset
 from workbench.core.data.transforms import build_eval_transform, build_train_transform
@@ -294,3 +297,41 @@ def test_the_one_pass_normalisation_of_the_gpu_path_is_the_formula(channels_last
     assert floats[0, 2, 0, 1].item() == pytest.approx((1 - mean[2]) / std[2], abs=1e-6)
     cpu_path, _ = preparer(images, torch.zeros(4))
     torch.testing.assert_close(floats, cpu_path, rtol=0, atol=1e-6)
+
+
+def test_a_batch_decodes_in_threads_with_the_same_samples_failures_and_warnings(
+        tmp_path: Path, monkeypatch, png_with_a_broken_exif_block) -> None:
+    root = _dataset(tmp_path)
+    odd = root / "square" / "odd_exif.png"
+    png_with_a_broken_exif_block(odd)
+    good = sorted(str(p) for p in (root / "square").glob("*.jpg"))[:3]
+    bad = str(root / "circle" / "truncated.jpg")
+    samples = [(good[0], 1), (str(odd), 1), (bad, 0), (good[1], 1), (good[2], 1)]
+    indices = [0, 1, 2, 3, 4, 0]  # a sampler may repeat an image within a batch
+    transform = build_eval_transform(_config(root, tmp_path, crop_mode="five_crop"))
+    decoding_threads: set[str] = set()
+    original_decode = data_pipeline.ImageSampleDataset._decode
+
+    def spy(self, index):
+        decoding_threads.add(threading.current_thread().name)
+        return original_decode(self, index)
+
+    monkeypatch.setattr(data_pipeline.ImageSampleDataset, "_decode", spy)
+    results = {}
+    for threads in (1, 4):
+        monkeypatch.setattr(data_pipeline, "decode_threads", lambda threads=threads: threads)
+        log = tmp_path / f"failures-{threads}.tsv"
+        dataset = ImageSampleDataset(samples, transform, 40, False,
+                                     str(tmp_path / f"cache-{threads}"), str(log))
+        with warnings.catch_warnings(record=True) as escaped:
+            warnings.simplefilter("always")
+            results[threads] = dataset.__getitems__(indices)
+        assert not [w for w in escaped if "Tag data" in str(w.message)]  # in the log only
+        assert [(Path(p).name, "cannot decode" in r) for p, r in read_failure_log(str(log))] \
+            == [("truncated.jpg", True)]
+        assert [(Path(p).name, "Tag data" in w) for p, w in read_warning_log(str(log))] \
+            == [("odd_exif.png", True)]
+    assert any(name.startswith("workbench-decode") for name in decoding_threads)
+    assert [label for _, label in results[4]] == [1, 1, -1, 1, 1, 1]
+    for (one, label_one), (many, label_many) in zip(results[1], results[4], strict=True):
+        assert torch.equal(one, many) and label_one == label_many

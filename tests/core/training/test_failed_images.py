@@ -4,12 +4,10 @@ log, the terminal told where the log is, and a log that cannot be written stops 
 from __future__ import annotations
 
 import io
-import struct
 import warnings
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from workbench.cli.terminal_progress import TerminalProgress
 from workbench.core.data.decode_failures import read_failure_log, read_warning_log
@@ -30,21 +28,12 @@ def _config(data: Path, output: Path, **changes) -> TrainConfig:
     ).replace(**changes)
 
 
-def _png_with_a_broken_exif_block(path: Path) -> None:
-    """A PNG that decodes, but whose EXIF tag points past its data: Pillow warns about it."""
-    entry = struct.pack("<HHII", 0x010E, 2, 100, 1000)  # 100 bytes of text at offset 1000
-    exif = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1) + entry + b"\x00" * 4
-    buffer = io.BytesIO()
-    Image.new("RGB", (40, 32), (200, 10, 10)).save(buffer, "PNG", exif=exif)
-    path.write_bytes(buffer.getvalue())
-
-
 @pytest.fixture
-def data_with_a_broken_and_a_warning_image(tmp_path: Path) -> Path:
+def data_with_a_broken_and_a_warning_image(tmp_path: Path, png_with_a_broken_exif_block) -> Path:
     root = write_shape_dataset(tmp_path / "data", per_class=6, size=(40, 32),
                                layout="train_val", val_per_class=2)
     (root / "train" / "circle" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
-    _png_with_a_broken_exif_block(root / "train" / "square" / "odd_exif.png")
+    png_with_a_broken_exif_block(root / "train" / "square" / "odd_exif.png")
     return root
 
 

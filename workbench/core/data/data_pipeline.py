@@ -8,7 +8,9 @@ failure log, instead of ending a night's run (see ``decode_failures``).
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset, WeightedRandomSampler
 from workbench.core.data.cache_folder import default_cache_dir
 from workbench.core.data.dataset_scan import DatasetScan
 from workbench.core.data.decode_failures import append_failure, append_warning
-from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
+from workbench.core.data.image_cache import ImageDecodeError, decode_file, load_image_uint8
 from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import (
     ImageTransform,
@@ -86,10 +88,13 @@ class ImageSampleDataset(Dataset):
     def __getitems__(self, indices: list[int]) -> list[tuple[torch.Tensor, int]]:
         """One batch's samples (the DataLoader asks for whole batches through this).
 
-        A transform with a ``batch`` method (the random resized crop) crops the batch in one
-        go when every image decoded to the same size: the same pixels for far less work.
+        Images not yet in memory are decoded in parallel threads (``decode_threads``): Pillow
+        lets go of the interpreter while it decodes, so a first epoch of large JPEGs goes about
+        as many times faster as there are idle cores. A transform with a ``batch`` method (the
+        random resized crop) crops the batch in one go when every image decoded to the same
+        size: the same pixels for far less work.
         """
-        loaded = [self._load(index) for index in indices]
+        loaded = self._load_batch(indices)
         crop_batch = getattr(self.transform, "batch", None)
         images = [image for image, _ in loaded if image is not None]
         if crop_batch is not None and len(images) == len(loaded) \
@@ -98,6 +103,51 @@ class ImageSampleDataset(Dataset):
             return [(crop, label) for crop, (_, label) in zip(crops, loaded, strict=True)]
         return [(self.transform(image), label) if image is not None
                 else (self._placeholder(), IGNORE_LABEL) for image, label in loaded]
+
+    def _load_batch(self, indices: list[int]) -> list[tuple[torch.Tensor | None, int]]:
+        """``_load`` of each index, decoding the images not in memory in parallel threads."""
+        missing = [index for index in dict.fromkeys(indices) if index not in self._in_memory]
+        threads = min(len(missing), decode_threads())
+        if threads < 2:
+            return [self._load(index) for index in indices]
+        # One record for the batch: warnings.catch_warnings is process-wide, not per thread.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with ThreadPoolExecutor(threads, thread_name_prefix="workbench-decode") as pool:
+                decoded = dict(zip(missing, pool.map(self._decode, missing), strict=True))
+        for index, (image, reason) in decoded.items():
+            if image is None:
+                self._log_failure(self.samples[index][0], reason)
+            else:
+                self._keep_in_memory(index, image)
+        if caught and self.failure_log:
+            self._log_warnings_of([index for index, (image, _) in decoded.items()
+                                   if image is not None])
+        return [(decoded[index][0] if index in decoded else self._in_memory[index],
+                 self.samples[index][1]) for index in indices]
+
+    def _decode(self, index: int) -> tuple[torch.Tensor | None, str]:
+        """(image, '') or (None, the reason it cannot be decoded); a pool thread may call it."""
+        try:
+            return load_image_uint8(self.samples[index][0], self.resize_size, self.grayscale,
+                                    self.cache_dir, self.upscale), ""
+        except ImageDecodeError as exc:
+            return None, exc.reason
+
+    def _log_warnings_of(self, indices: list[int]) -> None:
+        """Some image of a parallel batch warned: decode each again on its own (not from the
+        cache, which the first decode filled) to log the warnings beside the right file."""
+        for index in indices:
+            path = self.samples[index][0]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    decode_file(path, self.resize_size, self.grayscale, self.upscale)
+                except ImageDecodeError:
+                    continue
+            if caught:
+                append_warning(self.failure_log, path,
+                               "; ".join(sorted({str(w.message) for w in caught})))
 
     def _load(self, index: int) -> tuple[torch.Tensor | None, int]:
         """The resized image and label of sample ``index``; None for an image that failed
@@ -147,6 +197,17 @@ class ImageSampleDataset(Dataset):
     def _log_failure(self, path: str, reason: str) -> None:
         if self.failure_log:
             append_failure(self.failure_log, path, reason)
+
+
+def decode_threads() -> int:
+    """Threads that decode one batch's images: the cores this process may use, shared out
+    among the loader processes (each of those runs its own batches)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    worker = torch.utils.data.get_worker_info()
+    return max(1, cores // (worker.num_workers if worker is not None else 1))
 
 
 @dataclass

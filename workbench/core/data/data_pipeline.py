@@ -33,6 +33,11 @@ from workbench.core.data.transforms import (
 # Batches each loader process prepares ahead; small batches (e.g. 4 photos) need more.
 PREFETCH_FACTOR = 4
 
+# A batch's images decode in parallel threads only when they are this large on average (files
+# of photos): for small files (digits, thumbnails) handing them to threads costs more than it
+# saves.
+PARALLEL_DECODE_MIN_BYTES = 32 * 1024
+
 # Resized images kept in memory across epochs, shared out among the loader processes: a small
 # dataset (digits) then skips reading and parsing its cache files every epoch.
 MEMORY_CACHE_BYTES = 512 * 2**20
@@ -75,6 +80,8 @@ class ImageSampleDataset(Dataset):
         self._placeholder_shape: torch.Size | None = None
         self._in_memory: dict[int, torch.Tensor] = {}
         self._in_memory_bytes = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -108,13 +115,13 @@ class ImageSampleDataset(Dataset):
         """``_load`` of each index, decoding the images not in memory in parallel threads."""
         missing = [index for index in dict.fromkeys(indices) if index not in self._in_memory]
         threads = min(len(missing), decode_threads())
-        if threads < 2:
+        if threads < 2 or self._mean_file_bytes(missing) < PARALLEL_DECODE_MIN_BYTES:
             return [self._load(index) for index in indices]
+        pool = self._decode_pool(threads)
         # One record for the batch: warnings.catch_warnings is process-wide, not per thread.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with ThreadPoolExecutor(threads, thread_name_prefix="workbench-decode") as pool:
-                decoded = dict(zip(missing, pool.map(self._decode, missing), strict=True))
+            decoded = dict(zip(missing, pool.map(self._decode, missing), strict=True))
         for index, (image, reason) in decoded.items():
             if image is None:
                 self._log_failure(self.samples[index][0], reason)
@@ -125,6 +132,30 @@ class ImageSampleDataset(Dataset):
                                    if image is not None])
         return [(decoded[index][0] if index in decoded else self._in_memory[index],
                  self.samples[index][1]) for index in indices]
+
+    def _mean_file_bytes(self, indices: list[int]) -> float:
+        total = 0
+        for index in indices:
+            try:
+                total += os.stat(self.samples[index][0]).st_size
+            except OSError:
+                pass  # its decode says why
+        return total / max(1, len(indices))
+
+    def _decode_pool(self, threads: int) -> ThreadPoolExecutor:
+        """This process's decoding threads, started once: a loader process forked from this
+        one inherits the pool object but none of its threads, so it starts its own."""
+        if self._pool is None or self._pool_pid != os.getpid() \
+                or self._pool._max_workers != threads:
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="workbench-decode")
+            self._pool_pid = os.getpid()
+        return self._pool
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For loader processes started by spawning: the pool stays behind."""
+        state = self.__dict__.copy()
+        state["_pool"] = None
+        return state
 
     def _decode(self, index: int) -> tuple[torch.Tensor | None, str]:
         """(image, '') or (None, the reason it cannot be decoded); a pool thread may call it."""

@@ -81,7 +81,7 @@ class ImageSampleDataset(Dataset):
         self._in_memory: dict[int, torch.Tensor] = {}
         self._in_memory_bytes = 0
         self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = 0
+        self._pool_owner = (0, 0)  # (process id, threads) the pool was started for
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -145,10 +145,9 @@ class ImageSampleDataset(Dataset):
     def _decode_pool(self, threads: int) -> ThreadPoolExecutor:
         """This process's decoding threads, started once: a loader process forked from this
         one inherits the pool object but none of its threads, so it starts its own."""
-        if self._pool is None or self._pool_pid != os.getpid() \
-                or self._pool._max_workers != threads:
+        if self._pool is None or self._pool_owner != (os.getpid(), threads):
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="workbench-decode")
-            self._pool_pid = os.getpid()
+            self._pool_owner = (os.getpid(), threads)
         return self._pool
 
     def __getstate__(self) -> dict[str, Any]:
@@ -190,11 +189,7 @@ class ImageSampleDataset(Dataset):
             # run's log beside the failures, not between the progress lines of a terminal.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                try:
-                    image = load_image_uint8(path, self.resize_size, self.grayscale,
-                                             self.cache_dir, self.upscale)
-                except ImageDecodeError as exc:
-                    image, reason = None, exc.reason
+                image, reason = self._decode(index)
             if image is None:
                 self._log_failure(path, reason)
                 return None, label

@@ -17,13 +17,9 @@ TIMEOUT_MS = 60_000
 
 
 @pytest.fixture
-def window(qtbot, finished_run) -> MainWindow:
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.ask_before_closing_during_training = False
-    win.show()
-    qtbot.waitExposed(win)
-    return win
+def window(window, finished_run) -> MainWindow:
+    """The shown window of tests/gui/window/conftest.py, once the module's run has finished."""
+    return window
 
 
 def _drop(window: MainWindow, path: Path) -> QDropEvent:

@@ -16,8 +16,6 @@ import torch
 import torchvision
 from torch import nn
 
-from workbench.gui.window.main_window import MainWindow
-
 RUN_TIMEOUT_MS = 120_000
 CLOSE_BOUND_S = 5.0
 
@@ -79,43 +77,24 @@ def test_closing_the_window_mid_epoch_ends_the_run_and_exits_cleanly(tmp_path):
     assert checkpoints == []  # no epoch finished, so no file claims one
 
 
-def _window(qtbot) -> MainWindow:
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.ask_before_closing_during_training = False
-    window.show()
-    qtbot.waitExposed(window)
-    return window
-
-
-def _finish(window: MainWindow) -> None:
-    if window.controller.is_running():
-        window.controller.request_stop()
-        assert window.controller.wait_finished(60)
-
-
 def test_start_twice_and_stop_then_start_run_one_at_a_time(qtbot, tiny_config,
-                                                           no_dangling_qthreads):
-    window = _window(qtbot)
+                                                           no_dangling_qthreads, window):
     window.apply_config(tiny_config.replace(epochs=50))
     starts, ends = [], []
     window.controller.run_started.connect(starts.append)
     window.controller.run_ended.connect(ends.append)
-    try:
-        with qtbot.waitSignal(window.controller.step_finished, timeout=RUN_TIMEOUT_MS):
-            qtbot.mouseClick(window.controls.start_button, _left())
-            qtbot.mouseClick(window.controls.start_button, _left())  # a double click
-            assert not window.start_training()
-        qtbot.mouseClick(window.controls.stop_button, _left())
-        assert not window.start_training()  # still stopping: refused, not queued
-        assert not window.controls.start_button.isEnabled()
-        with qtbot.waitSignal(window.controller.finished, timeout=RUN_TIMEOUT_MS):
-            pass
-        assert window.controls.start_button.isEnabled()
-        assert [e.status for e in ends] == ["cancelled"] and len(starts) == 1
-        assert len(no_dangling_qthreads) == 1
-    finally:
-        _finish(window)
+    with qtbot.waitSignal(window.controller.step_finished, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(window.controls.start_button, _left())
+        qtbot.mouseClick(window.controls.start_button, _left())  # a double click
+        assert not window.start_training()
+    qtbot.mouseClick(window.controls.stop_button, _left())
+    assert not window.start_training()  # still stopping: refused, not queued
+    assert not window.controls.start_button.isEnabled()
+    with qtbot.waitSignal(window.controller.finished, timeout=RUN_TIMEOUT_MS):
+        pass
+    assert window.controls.start_button.isEnabled()
+    assert [e.status for e in ends] == ["cancelled"] and len(starts) == 1
+    assert len(no_dangling_qthreads) == 1
 
 
 def _left():
@@ -124,7 +103,8 @@ def _left():
     return Qt.MouseButton.LeftButton
 
 
-def test_out_of_memory_offers_half_the_batch_and_restarts_when_accepted(qtbot, tiny_config):
+def test_out_of_memory_offers_half_the_batch_and_restarts_when_accepted(qtbot, tiny_config,
+                                                                        window):
     limit = 12  # images per forward: batch 8 of five crops (40) is refused, 2 (10) fits
 
     def memory_limit(module: nn.Module, args):
@@ -132,7 +112,6 @@ def test_out_of_memory_offers_half_the_batch_and_restarts_when_accepted(qtbot, t
                 and args[0].shape[0] > limit:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
 
-    window = _window(qtbot)
     window.apply_config(tiny_config.replace(model="resnet18", epochs=1, batch_size=8,
                                             max_steps_per_epoch=2))
     offers, ends = [], []
@@ -145,7 +124,6 @@ def test_out_of_memory_offers_half_the_batch_and_restarts_when_accepted(qtbot, t
                         timeout=RUN_TIMEOUT_MS)
     finally:
         handle.remove()
-        _finish(window)
     assert [(e.status, e.retry_batch_size) for e in ends] == [
         ("failed", 4), ("failed", 2), ("completed", 0)]
     assert [end.retry_batch_size for end in offers] == [4, 2]

@@ -63,3 +63,26 @@ def test_optimiser_state_saved_by_the_unfused_implementation_resumes_in_the_fuse
     _steps(reference, older, 2)
     for mine, theirs in zip(ours.parameters(), reference.parameters(), strict=True):
         assert torch.allclose(mine, theirs, atol=1e-5)
+
+
+def test_a_step_skipped_by_the_grad_scaler_leaves_fused_sgd_updating_as_torch_default() -> None:
+    """float16 runs skip their first steps when the scaled gradients overflow; fused SGD's
+    momentum must then start from the next applied step, as torch's default SGD does."""
+    config = TrainConfig(model="small_cnn", weights="none", finetune="full", lr=0.1,
+                         momentum=0.9, weight_decay=0.0)
+    weights = {}
+    for fused in (True, False):
+        param = torch.nn.Parameter(torch.ones(4096))
+        optimizer = (build_optimizer(config, [param]) if fused else
+                     torch.optim.SGD([param], lr=0.1, momentum=0.9))
+        assert optimizer.param_groups[0]["fused"] is (True if fused else None)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+        for scale in (1e36, 1.0, 1.0):  # the first gradient overflows: that step is skipped
+            optimizer.zero_grad()
+            scaler.scale((param * scale).sum()).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        weights[fused] = param.detach().clone()
+    # Two applied steps of gradient 1: 1 - 0.1 * 1 - 0.1 * (0.9 + 1) = 0.71 everywhere.
+    assert torch.allclose(weights[False], torch.full((4096,), 0.71))
+    assert torch.allclose(weights[True], weights[False], atol=1e-6)

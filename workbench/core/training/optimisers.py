@@ -23,10 +23,28 @@ def build_optimizer(
     if config.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay,
                                  fused=fused)
-    return torch.optim.SGD(
+    optimizer = torch.optim.SGD(
         params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay,
         fused=fused,
     )
+    if fused and config.momentum:
+        _start_momentum_at_zero(optimizer)
+    return optimizer
+
+
+def _start_momentum_at_zero(optimizer: torch.optim.SGD) -> None:
+    """Give fused SGD zeroed momentum buffers before its first step.
+
+    Fused SGD creates its buffers with ``empty_like`` on the first call of ``step`` and fills
+    them only if that step is applied. When a GradScaler skips that step (float16's first
+    steps often overflow), the buffers keep whatever memory they got and every later update
+    adds it to the weights: on a GPU that was NaN within an epoch. With dampening 0 a zero
+    buffer gives the same first update as torch's own initialisation (the gradient itself).
+    """
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            optimizer.state[param]["momentum_buffer"] = torch.zeros_like(
+                param, memory_format=torch.preserve_format)
 
 
 def _can_fuse(params: list[torch.nn.Parameter]) -> bool | None:

@@ -3,6 +3,7 @@ retry recovers with the window up, and the batch finder's answer fits under the 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,7 @@ RUN_TIMEOUT_MS = 300_000
 @pytest.fixture
 def capped_gpu() -> Iterator[int]:
     """This process may use at most 4 GiB of cuda:0 (the caching allocator enforces it)."""
+    gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(0)
     total = torch.cuda.get_device_properties(0).total_memory
@@ -64,13 +66,23 @@ def test_an_out_of_memory_step_is_retried_at_half_the_batch_with_the_window_up(
     assert end.status == "completed", end.error
     assert window.isVisible()
     assert torch.cuda.max_memory_reserved(0) <= capped_gpu
+    # The smaller batch is a new setting: the memory line measures it in the pool. That dry
+    # step must end here, not allocate on the GPU during the next test.
+    qtbot.waitUntil(lambda: not measurements.is_busy(), timeout=RUN_TIMEOUT_MS)
+    from PySide6.QtCore import QThreadPool
+
+    assert QThreadPool.globalInstance().waitForDone(RUN_TIMEOUT_MS)
 
 
 def test_the_batch_finders_answer_fits_under_the_cap(tmp_path, capped_gpu):
+    # Nothing of an earlier test may hold memory: the search and the check below must see
+    # the same free memory.
+    assert torch.cuda.memory_allocated(0) < 2**26, torch.cuda.memory_summary(0, abbreviated=True)
     config = _big_batch_config("", str(tmp_path), 32)
     result = find_batch_size(config, num_classes=4, max_batch=1024)
     assert result.largest_fitting >= 1 and result.first_failing is not None
     assert result.peak_memory[result.largest_fitting] <= capped_gpu
+    assert torch.cuda.memory_allocated(0) < 2**26, "the search left memory allocated"
     torch.cuda.reset_peak_memory_stats(0)
     peak = TrainingStepProbe(config, 4, "cuda:0")(result.batch_size)  # raises if it does not fit
     assert peak <= capped_gpu

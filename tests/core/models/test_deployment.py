@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 
+from tests.test_cli import run_cli
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.checkpoint_format import load_model_file
 from workbench.core.models.deployment import (
@@ -99,3 +102,48 @@ def test_int8_calibrated_on_blank_images_is_kept_but_not_verified(best_model, tm
 def test_the_verdict_holds_each_variant_to_its_own_limit(export_format, accuracy, float32,
                                                           diff, verified):
     assert _verdict(export_format, accuracy, float32, diff)[0] is verified
+
+
+class _Page(HTMLParser):
+    """The section ids, image sources and outside references of an HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.images: list[str] = []
+        self.outside: list[str] = []
+        self.svgs = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "section":
+            self.sections.append(values.get("id") or "")
+        if tag == "img":
+            self.images.append(values.get("src") or "")
+        if tag == "svg":
+            self.svgs += 1
+        for name in ("src", "href"):
+            link = values.get(name)
+            if link and not link.startswith(("data:", "#")):
+                self.outside.append(link)
+
+
+def test_the_run_report_is_one_file_with_every_section_and_its_images_inline(best_model):
+    run_dir = best_model.parent
+    export_and_measure(best_model, run_dir / "model_int8.onnx", "onnx-int8")
+    result = run_cli("report", str(run_dir), cwd=run_dir)
+    assert result.returncode == 0, result.stderr
+    report = run_dir / "report.html"
+    assert f"wrote {report}" in result.stdout
+    page = _Page()
+    page.feed(report.read_text(encoding="utf-8"))
+    assert page.sections == ["summary", "config", "curves", "confusion", "class-metrics",
+                             "top-losses", "mislabeled", "health", "exports"]
+    assert page.outside == [] and page.svgs == 2  # loss and accuracy curves
+    assert len(page.images) >= 8  # at least the top losses of 60 validation images
+    for source in page.images:
+        assert source.startswith("data:image/png;base64,")
+        assert base64.b64decode(source.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    text = report.read_text(encoding="utf-8")
+    assert "model_int8.onnx" in text and "onnx-int8" in text  # the export table's row
+    assert "precision" in text and "recall" in text

@@ -6,17 +6,22 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbench.core.models.export_formats import DEFAULT_FILE_NAMES, EXPORT_FORMATS
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser("export", help="export a trained model to verified TorchScript "
-                                           "(default) or ONNX")
+    export = sub.add_parser("export", help="export a trained model (TorchScript, ONNX float32, "
+                                           "INT8 or float16), measured on this machine")
     export.add_argument("model", help="a run folder, best_model.pt or a checkpoint (last.pt)")
     export.add_argument("-o", "--output",
-                        help="output file (default: <run folder>/model_scripted.pt, or "
-                             "model.onnx with --format onnx)")
-    export.add_argument("--format", choices=("torchscript", "onnx"), default="torchscript",
-                        help="torchscript (default) or onnx (needs pip install "
-                             "'workbench[onnx]')")
+                        help="output file (default: <run folder>/model_scripted.pt, "
+                             "model.onnx, model_int8.onnx or model_fp16.onnx by format)")
+    export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="torchscript",
+                        help="; ".join(f"{name}: {text}" for name, text in
+                                       EXPORT_FORMATS.items())
+                        + ". Every file is measured here (size, accuracy against float32 on "
+                          "the run's validation images, latency, images/s) and the figures "
+                          "go to export_report.json beside it")
     export.set_defaults(handler=_cmd_export)
 
     predict = sub.add_parser("predict", help="classify images with a trained or exported model")
@@ -30,35 +35,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def export_and_report(model_file: str, output: str, export_format: str = "torchscript") -> int:
-    from workbench.core.models.checkpoint_format import CheckpointError
-    from workbench.core.models.export import ExportError, export_model_file
+    """Export, measure and print the figures; 0 when written and verified, 1 otherwise."""
+    from workbench.core.models.deployment import export_and_measure
+    from workbench.core.models.export_files import ExportError
 
     try:
-        if export_format == "onnx":
-            from workbench.core.models.onnx_export import export_model_file_onnx
-
-            result = export_model_file_onnx(model_file, output)
-        else:
-            result = export_model_file(model_file, output)
-    except (ExportError, CheckpointError, OSError) as exc:
+        result = export_and_measure(model_file, output, export_format,
+                                    on_progress=lambda text: print(f"{text} ...", flush=True))
+    except (ExportError, OSError) as exc:
         print(f"error: export failed: {exc}", file=sys.stderr)
         return 1
-    print(f"exported {result.path} ({len(result.class_names)} classes, "
-          f"{result.input_size}x{result.input_size} input) in {result.seconds:.1f} s")
-    if export_format == "onnx":
-        print(f"verified: onnxruntime in a fresh process, max abs diff "
-              f"{result.subprocess_max_abs_diff:.2e} ({result.method})")
-    else:
-        print(f"verified: reloaded max abs diff {result.max_abs_diff:.2e}, "
-              f"fresh process max abs diff {result.subprocess_max_abs_diff:.2e}")
-    return 0
+    print(f"exported {result.path}")
+    print(result.verification)
+    print(result.figures.summary())
+    print(f"measured on {result.evaluation}; figures written to {result.report_path}")
+    return 0 if result.figures.verified else 1
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from workbench.core.runs.run_folder import BEST_MODEL, EXPORT_FILE, ONNX_FILE
+    from workbench.core.runs.run_folder import BEST_MODEL
 
     source = Path(args.model)
-    default_name = ONNX_FILE if args.format == "onnx" else EXPORT_FILE
+    default_name = DEFAULT_FILE_NAMES[args.format]
     if source.is_dir():
         if not (source / BEST_MODEL).is_file():
             print(f"error: {source} has no {BEST_MODEL}; is it a run folder?", file=sys.stderr)

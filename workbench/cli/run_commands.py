@@ -15,6 +15,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="the folder runs are written to (default: %(default)s)")
     runs.set_defaults(handler=_cmd_runs)
 
+    report = sub.add_parser("report", help="write one self-contained HTML report of a run "
+                                           "(config, curves, confusion matrix, per-class "
+                                           "figures, top losses, exports), images inlined")
+    report.add_argument("run_dir", help="the run folder")
+    report.add_argument("-o", "--output", help="the HTML file (default: RUN_DIR/report.html)")
+    report.set_defaults(handler=_cmd_report)
+
 
 def _cmd_runs(args: argparse.Namespace) -> int:
     from workbench.core.runs.run_index import RUN_TABLE_COLUMNS, list_runs, run_table_rows
@@ -28,4 +35,18 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
               .rstrip())
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    import sys
+
+    from workbench.core.runs.run_report import write_run_report
+
+    try:
+        path = write_run_report(args.run_dir, args.output)
+    except (FileNotFoundError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB); open it in any browser")
     return 0

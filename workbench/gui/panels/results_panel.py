@@ -28,6 +28,7 @@ from workbench.core.runs.events import EpochEnd, RunEnd, RunStart
 from workbench.core.runs.predictions_file import read_predictions
 from workbench.core.runs.run_folder import BEST_MODEL
 from workbench.core.runs.run_index import best_epoch_events
+from workbench.gui.panels.export_dialog import ExportDialog
 from workbench.gui.panels.results.class_metrics_table import ClassMetricsTable
 from workbench.gui.panels.results.error_analysis_view import ErrorAnalysisView
 from workbench.gui.widgets.confusion_matrix_view import ConfusionMatrixView
@@ -68,6 +69,11 @@ class ResultsPanel(QWidget):
         self._run_reader = LatestRequestRunner(self)
         self.export_button = QPushButton("Export TorchScript\u2026", self)
         self.export_onnx_button = QPushButton("Export ONNX\u2026", self)
+        self.export_measured_button = QPushButton("Export smaller && measure\u2026", self)
+        self.export_measured_button.setToolTip(
+            "Export TorchScript, ONNX float32, ONNX INT8 or ONNX float16, each measured here: "
+            "size, accuracy against float32, latency and images/s; and save the run report")
+        self.export_dialog: ExportDialog | None = None
         self.open_folder_button = QPushButton("Open run folder", self)
         self.export_label = QLabel("", self)
         self.export_label.setObjectName("exportResult")
@@ -77,6 +83,7 @@ class ResultsPanel(QWidget):
 
         self.export_button.clicked.connect(self._on_export_clicked)
         self.export_onnx_button.clicked.connect(self._on_export_onnx_clicked)
+        self.export_measured_button.clicked.connect(self.open_export_dialog)
         self.open_folder_button.clicked.connect(self._on_open_folder_clicked)
         self.confusion_view.cell_clicked.connect(self._on_cell_clicked)
         self._predictions_reader.result_ready.connect(self._on_predictions_read)
@@ -178,6 +185,17 @@ class ResultsPanel(QWidget):
         if path:
             self.export_to(path)
 
+    def open_export_dialog(self) -> ExportDialog | None:
+        """The export dialog of this run's best model (None before there is one)."""
+        if not self._model_file:
+            return None
+        if self.export_dialog is not None:
+            self.export_dialog.close()
+            self.export_dialog.deleteLater()
+        self.export_dialog = ExportDialog(self._model_file, self._run_dir, self)
+        self.export_dialog.show()
+        return self.export_dialog
+
     def _on_export_onnx_clicked(self) -> None:
         path = self.ask_export_path("onnx")
         if path:
@@ -208,6 +226,7 @@ class ResultsPanel(QWidget):
     def _update_buttons(self) -> None:
         self.export_button.setEnabled(bool(self._model_file) and not self.is_exporting())
         self.export_onnx_button.setEnabled(bool(self._model_file) and not self.is_exporting())
+        self.export_measured_button.setEnabled(bool(self._model_file))
         self.open_folder_button.setEnabled(bool(self._run_dir))
 
     def _update_summary(self, end: RunEnd | None = None) -> None:
@@ -258,6 +277,7 @@ class ResultsPanel(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(self.export_button)
         buttons.addWidget(self.export_onnx_button)
+        buttons.addWidget(self.export_measured_button)
         buttons.addWidget(self.open_folder_button)
         buttons.addStretch(1)
         figures = QSplitter(Qt.Orientation.Vertical, self)

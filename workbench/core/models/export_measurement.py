@@ -1,0 +1,217 @@
+"""What an exported file costs, measured on this machine in the runtime it is for.
+
+Every export is run over the run's own validation images (as uint8 crops, the exports' input)
+and compared with the float32 model it came from: file size, top-1 agreement with the float32
+model, validation accuracy, batch-1 latency (median and 95th percentile of repeated runs after
+warm-up) and images/s at a batch of 32 images. TorchScript runs in LibTorch through
+``torch.jit``, ONNX in onnxruntime on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+from workbench.core.data.image_cache import ImageDecodeError
+from workbench.core.models.prediction import image_crops
+
+Runner = Callable[[np.ndarray], np.ndarray]
+"""uint8 crops ``[M, C, H, W]`` -> float32 logits ``[M, classes]``."""
+
+LATENCY_WARMUP = 5
+LATENCY_REPEATS = 30
+THROUGHPUT_BATCH = 32
+THROUGHPUT_REPEATS = 5
+_CHUNK = 32
+
+
+@dataclass(frozen=True)
+class EvaluationImages:
+    """Images of one split as an export takes them, with their labels.
+
+    Attributes:
+        crops: uint8 ``[images * crops_per_image, C, crop, crop]``, an image's crops together.
+        labels: the class index of each image.
+        crops_per_image: 1 for one centre crop, 5 or 10 for multi-crop models.
+        description: where they come from, in words.
+    """
+
+    crops: np.ndarray
+    labels: np.ndarray
+    crops_per_image: int
+    description: str
+
+    @property
+    def count(self) -> int:
+        return len(self.labels)
+
+    def image_batches(self, size: int) -> list[np.ndarray]:
+        """The crops of ``size`` images at a time, in order."""
+        step = size * self.crops_per_image
+        return [self.crops[start:start + step] for start in range(0, len(self.crops), step)]
+
+
+class EvaluationUnavailable(Exception):
+    """The run's images cannot be read, so accuracy cannot be measured; says why."""
+
+
+def evaluation_images(data_root: str, class_names: Sequence[str], preprocessing: dict,
+                      split: str = "val", val_fraction: float = 0.2, seed: int = 0,
+                      limit: int | None = None) -> EvaluationImages:
+    """The ``split`` ('val' or 'train') of the run's folder, cut as the export expects.
+
+    The folder is split as the run split it (same ``val_fraction`` and ``seed``). Images that
+    cannot be decoded are left out. ``limit`` takes that many images spread over the split.
+
+    Raises:
+        EvaluationUnavailable: the folder is gone, holds other classes, or no image decodes.
+    """
+    try:
+        scan = scan_dataset(data_root, val_fraction=val_fraction, seed=seed)
+    except (DatasetError, OSError) as exc:
+        raise EvaluationUnavailable(f"the run's images cannot be read ({exc})") from exc
+    if list(scan.class_names) != list(class_names):
+        raise EvaluationUnavailable(
+            f"{data_root} now holds classes {list(scan.class_names)}, the model was trained on "
+            f"{list(class_names)}")
+    samples = list(scan.val if split == "val" else scan.train)
+    if limit is not None and len(samples) > limit:
+        samples = [samples[int(i * len(samples) / limit)] for i in range(limit)]
+    crops, labels = [], []
+    for path, label in samples:
+        try:
+            crops.append(image_crops(path, preprocessing).numpy())
+        except ImageDecodeError:
+            continue
+        labels.append(label)
+    if not crops:
+        raise EvaluationUnavailable(f"no {split} image of {data_root} could be decoded")
+    where = "validation" if split == "val" else "training"
+    return EvaluationImages(np.concatenate(crops), np.asarray(labels), crops[0].shape[0],
+                            f"{len(labels)} {where} images of {data_root}")
+
+
+def image_logits(runner: Runner, images: EvaluationImages) -> np.ndarray:
+    """Each image's logits (its crops' logits averaged), float32 ``[images, classes]``."""
+    rows = [runner(batch) for batch in images.image_batches(_CHUNK)]
+    logits = np.concatenate(rows).astype(np.float32)
+    return logits.reshape(images.count, images.crops_per_image, -1).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class ExportFigures:
+    """One exported file as measured here; accuracy figures are None where not measured."""
+
+    export_format: str
+    path: str
+    runtime: str
+    size_bytes: int
+    float32_size_bytes: int | None
+    images: int
+    top1_agreement: float | None
+    val_accuracy: float | None
+    float32_val_accuracy: float | None
+    max_abs_logit_diff: float | None
+    latency_ms_median: float
+    latency_ms_p95: float
+    images_per_second: float
+    verified: bool
+    verdict: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line: size, accuracy against float32, speed and the verdict."""
+        size = f"{self.size_bytes / 2**20:.2f} MiB"
+        if self.float32_size_bytes:
+            size += f" ({self.float32_size_bytes / self.size_bytes:.1f}x smaller than float32)" \
+                if self.size_bytes < self.float32_size_bytes else ""
+        accuracy = ("accuracy not measured" if self.val_accuracy is None else
+                    f"val accuracy {self.val_accuracy:.3f} (float32 "
+                    f"{self.float32_val_accuracy:.3f}), top-1 agreement "
+                    f"{self.top1_agreement:.1%} on {self.images} images")
+        return (f"{self.export_format}: {size}; {accuracy}; batch-1 latency "
+                f"{self.latency_ms_median:.2f} ms (p95 {self.latency_ms_p95:.2f} ms), "
+                f"{self.images_per_second:,.0f} images/s at batch {THROUGHPUT_BATCH} in "
+                f"{self.runtime}; {self.verdict}")
+
+
+@dataclass(frozen=True)
+class Speed:
+    latency_ms_median: float
+    latency_ms_p95: float
+    images_per_second: float
+
+
+def measure_speed(runner: Runner, one_image: np.ndarray, batch: np.ndarray,
+                  images_in_batch: int) -> Speed:
+    """Batch-1 latency over ``LATENCY_REPEATS`` runs and images/s at ``images_in_batch``.
+
+    Both shapes are warmed up before either is timed: TorchScript's executor profiles and
+    re-optimises its graph during the first calls of each input shape.
+    """
+    for _ in range(LATENCY_WARMUP):
+        runner(one_image)
+        runner(batch)
+    times = []
+    for _ in range(LATENCY_REPEATS):
+        started = time.perf_counter()
+        runner(one_image)
+        times.append(1000.0 * (time.perf_counter() - started))
+    batch_times = []
+    for _ in range(THROUGHPUT_REPEATS):
+        started = time.perf_counter()
+        runner(batch)
+        batch_times.append(time.perf_counter() - started)
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+    return Speed(statistics.median(times), p95,
+                 images_in_batch / max(statistics.median(batch_times), 1e-9))
+
+
+def speed_inputs(images: EvaluationImages | None, example: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(one image's crops, a batch of up to 32 images' crops, its image count)."""
+    if images is None:
+        one = example[:1]
+        return one, np.repeat(one, THROUGHPUT_BATCH, axis=0), THROUGHPUT_BATCH
+    k = images.crops_per_image
+    batch = images.image_batches(THROUGHPUT_BATCH)[0]
+    return images.crops[:k], batch, len(batch) // k
+
+
+def torchscript_runner(path: str | Path) -> Runner:
+    """Runs a TorchScript export through LibTorch (``torch.jit``) on the CPU."""
+    from workbench.core.models.export import load_exported
+
+    module = load_exported(path).module
+
+    def run(crops: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return module(torch.from_numpy(crops)).numpy()
+
+    return run
+
+
+def onnx_runner(path: str | Path) -> Runner:
+    """Runs an ONNX export in onnxruntime on the CPU."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # quantized graphs log every folded node otherwise
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+
+    def run(crops: np.ndarray) -> np.ndarray:
+        return session.run(None, {name: crops})[0]
+
+    return run

@@ -20,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThrea
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback, EpochEnd, RunEnd, RunStart
+from workbench.gui.ui_garbage_collector import UiGarbageCollector, start_ui_garbage_collector
 
 THREAD_GRACE_S = 2.0
 POOL_WAIT_MS = 60_000
@@ -27,20 +28,17 @@ _LEAKED_THREADS: list[QThread] = []
 
 
 @pytest.fixture(autouse=True)
-def _garbage_collected_on_the_ui_thread() -> Iterator[None]:
-    """Python's automatic collection runs on whichever thread allocates: in a pool or training
-    thread it can delete Qt objects there and deadlock with the UI thread (seen in an export
-    worker and in the out-of-memory retry). During a window test it is off, and the test's
-    garbage is collected here, on the UI thread. What survives is frozen (as the app freezes
-    what lives for the whole session): the next test's collection then walks only what that
-    test made, not the hundreds of thousands of objects torch and Qt keep."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.collect()
-        gc.freeze()
-        gc.enable()
+def ui_garbage_collector(qapp) -> Iterator[UiGarbageCollector]:
+    """The app's garbage-collection policy, started as the app starts it: automatic collection
+    off, collections on a UI-thread timer (see workbench/gui/ui_garbage_collector.py). After
+    the test its garbage is collected here, on the UI thread, and automatic collection is given
+    back for the tests that have no window. What survives is frozen (as the app freezes what
+    lives for the whole session): the next test's collections then walk only what that test
+    made, not the hundreds of thousands of objects torch and Qt keep."""
+    collector = start_ui_garbage_collector()
+    yield collector
+    collector.stop()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

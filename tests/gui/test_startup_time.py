@@ -26,5 +26,6 @@ def test_window_shows_before_torch_is_imported_then_reports_the_device(tmp_path:
     shown, devices = lines
     assert shown["window_visible"] is True
     assert shown["torch_loaded"] is False  # torch loads after the window is up
+    assert shown["automatic_garbage_collection"] is False  # the UI thread collects instead
     assert devices["device_choice"].startswith("Training will use")
     assert devices["seconds_to_devices"] >= shown["seconds_to_window"]

@@ -8,6 +8,7 @@ detection, which needs torch, starts in the thread pool once the window is on sc
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import QApplication
 
 from workbench.gui.platform_libraries import check_platform_libraries
 from workbench.gui.resources import app_icon, stylesheet
+from workbench.gui.ui_garbage_collector import start_ui_garbage_collector
 from workbench.gui.window.main_window import MainWindow
 
 APP_NAME = "Workbench"
@@ -57,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 1
     app = create_application()
+    start_ui_garbage_collector()  # collections on this thread only, from now on
     window = MainWindow(build_now=False)
     window.show()
     app.processEvents()  # paint now, before anything slow runs
@@ -92,6 +95,7 @@ def _print_startup_report(window: MainWindow) -> None:
         "seconds_to_window": round(_seconds_since_process_start(), 3),
         "window_visible": window.isVisible(),
         "torch_loaded": "torch" in sys.modules,
+        "automatic_garbage_collection": gc.isenabled(),
     }
     print(json.dumps(report), flush=True)
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QThreadPool, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import Qt, QThreadPool, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -32,11 +31,14 @@ from workbench.gui.panels.export_dialog import ExportDialog
 from workbench.gui.panels.results.class_metrics_table import ClassMetricsTable
 from workbench.gui.panels.results.error_analysis_view import ErrorAnalysisView
 from workbench.gui.widgets.confusion_matrix_view import ConfusionMatrixView
+from workbench.gui.widgets.path_dialog import PathDialog, open_path
 from workbench.gui.workers.export_worker import ExportJob, ExportSignals
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:  # the export module imports torch; the panel must not at import time
     from workbench.core.models.export import ExportResult
+
+PREVIOUS_RUN_NOTE = "Previous run (trained before another image folder was opened):"
 
 
 class ResultsPanel(QWidget):
@@ -56,9 +58,12 @@ class ResultsPanel(QWidget):
         super().__init__(parent)
         self._class_names: tuple[str, ...] = ()
         self._best: EpochEnd | None = None
+        self._end: RunEnd | None = None
         self._run_dir = ""
         self._model_file = ""
         self._export_signals: ExportSignals | None = None
+        self._previous_run = False  # see mark_as_previous_run
+        self.path_dialog: PathDialog | None = None  # shown where no file manager answered
         self.summary_label = QLabel("No results yet: train a model first.", self)
         self.summary_label.setObjectName("resultsSummary")
         self.summary_label.setWordWrap(True)
@@ -95,15 +100,24 @@ class ResultsPanel(QWidget):
 
     # ------------------------------------------------------------------ public API
     def clear(self) -> None:
-        """Forget the previous run's results."""
-        self._best, self._run_dir, self._model_file = None, "", ""
+        """Forget the previous run's results; what is still being read for it is dropped."""
+        self._best, self._end, self._run_dir, self._model_file = None, None, "", ""
+        self._previous_run = False
         self.table.clear_figures()
         self.confusion_view.clear()
         self._predictions_reader.cancel()
+        self._run_reader.cancel()
         self.analysis.clear()
         self.summary_label.setText("Training\u2026 results appear after each epoch.")
         self.export_label.clear()
         self._update_buttons()
+
+    def mark_as_previous_run(self) -> None:
+        """Say that the results shown are the previous run's (another image folder is open
+        now); nothing to say when no results are shown."""
+        if self._best is not None:
+            self._previous_run = True
+            self._update_summary()
 
     def show_run_start(self, event: RunStart) -> None:
         """Remember class names and the run folder."""
@@ -126,7 +140,8 @@ class ResultsPanel(QWidget):
         self._model_file = event.best_model_path if Path(event.best_model_path or "").is_file() \
             else ""
         self.analysis.set_model_file(self._model_file)
-        self._update_summary(event)
+        self._end = event
+        self._update_summary()
         self._update_buttons()
 
     def show_run_folder(self, run_dir: str) -> None:
@@ -147,6 +162,10 @@ class ResultsPanel(QWidget):
     def is_loading_predictions(self) -> bool:
         """True while predictions.csv is being read."""
         return self._predictions_reader.is_busy()
+
+    def is_reading(self) -> bool:
+        """True while a run folder or predictions.csv is being read."""
+        return self._run_reader.is_busy() or self._predictions_reader.is_busy()
 
     def is_exporting(self) -> bool:
         """True while an export job is running."""
@@ -203,7 +222,7 @@ class ResultsPanel(QWidget):
 
     def _on_open_folder_clicked(self) -> None:
         if self._run_dir:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(self._run_dir))
+            self.path_dialog = open_path(self._run_dir, "The run folder", self)
 
     def _on_export_done(self, result: ExportResult) -> None:
         self.export_label.setText(
@@ -229,8 +248,8 @@ class ResultsPanel(QWidget):
         self.export_measured_button.setEnabled(bool(self._model_file))
         self.open_folder_button.setEnabled(bool(self._run_dir))
 
-    def _update_summary(self, end: RunEnd | None = None) -> None:
-        best = self._best
+    def _update_summary(self) -> None:
+        best, end = self._best, self._end
         if best is None:
             text = "No epoch finished, so there are no results."
         else:
@@ -238,6 +257,8 @@ class ResultsPanel(QWidget):
                     f"{100 * best.val_accuracy:.1f}% (loss {best.val_loss:.3f}).")
         if end is not None:
             text += f" Run {end.status}; folder {end.run_dir or '(none)'}."
+        if self._previous_run:
+            text = f"{PREVIOUS_RUN_NOTE} {text}"
         self.summary_label.setText(text)
 
     def _load_predictions(self) -> None:

@@ -111,6 +111,22 @@ class RunStatusPanel(QWidget):
         longer text is cut there and shown whole in the tooltip."""
         self.state_label.setText(text)
 
+    def clear(self, state: str = "Idle") -> None:
+        """Forget the previous run's figures (bars, time left, speed, device, sensors,
+        bottleneck, throttling) and show ``state``; the settings given by ``set_run_config``
+        are kept, they belong to the run about to start."""
+        self._start, self._first_step_at, self._steps_done = None, None, 0
+        self._bottleneck.clear()
+        self._last_diagnosis = -math.inf
+        self.throttle_watch.clear()
+        for label in (self.eta_label, self.speed_label, self.device_label,
+                      self.bottleneck_label, self.throttle_label):
+            label.setText("\u2014")
+        self.sensors_label.setText("n/a")
+        self._set_progress(self.epoch_bar, 0, "Epoch", force=True)
+        self._set_progress(self.step_bar, 0, "Step", force=True)
+        self.set_state(state)
+
     def set_run_config(self, config: TrainConfig | None) -> None:
         """The settings of the run about to start, so the bottleneck advice can name them; they
         are forgotten when that run ends (a followed run's advice is general)."""

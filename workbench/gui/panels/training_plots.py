@@ -106,7 +106,11 @@ class TrainingPlots(QWidget):
         self._recent_wait.clear()
         self._update_starving()
         for plot in self._plots():
-            plot.enableAutoRange(axis="x", enable=True)
+            # Empty curves leave the axes where the previous run had them: show a neutral
+            # range until new points arrive (auto-range takes over from there).
+            fixed_y = plot is self.data_wait_plot  # always 0-100 %
+            plot.setRange(xRange=(0, 1), yRange=None if fixed_y else (0, 1), padding=0)
+            plot.enableAutoRange(axis="x" if fixed_y else "xy", enable=True)
         self.flush()
 
     def set_run_start(self, event: RunStart) -> None:

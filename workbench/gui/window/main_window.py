@@ -308,6 +308,7 @@ class MainWindow(QMainWindow):
         if self.config_form.config().data_root != path:
             self.config_form.update_config(data_root=path)
         self._settings.set_recent_folders(self.recent_folders())
+        self.run_views.folder_opened(path)
         self._update_dataset_page()
 
     def _on_demo_dataset_ready(self, root: str) -> None:

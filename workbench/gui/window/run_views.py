@@ -2,8 +2,9 @@
 log, fed by a local run's events and a followed run's alike.
 
 Kept apart from ``main_window`` so the window only creates this object and asks it to
-``clear`` before a run or ``show_history`` of a run it resumes; how a local run ends (results,
-errors, the smaller-batch offer) stays with the window.
+``clear`` before a run, ``show_history`` of a run it resumes and to know when another image
+folder is open; how a local run ends (results, errors, the smaller-batch offer) stays with the
+window.
 """
 
 from __future__ import annotations
@@ -31,11 +32,27 @@ class RunViews(QObject):
             source.message_logged.connect(window.log_panel.append_message)
         window.run_follow.run_ended.connect(self._on_followed_run_ended)
         window.run_follow.restarted.connect(self.clear)
+        self._folder = ""
 
     def clear(self) -> None:
-        """Forget the previous run: empty plots and results."""
+        """Forget the previous run: empty plots, run status and results."""
         self._plots().reset()
+        self._window.status_panel.clear()
         self._window.results_panel.clear()
+
+    def folder_opened(self, folder: str) -> None:
+        """Another image folder is open: the Training tab's figures were the previous run's,
+        on other images, so they go; the Results tab keeps that run's results (they are on
+        disk and can be exported) but says whose they are. A followed run is left alone."""
+        previous, self._folder = self._folder, folder
+        window = self._window
+        if folder == previous or window.run_follow.is_following() \
+                or window.controller.is_running():
+            return
+        self._plots().reset()
+        window.run_follow.hide_banner()  # it named the run whose figures were just cleared
+        window.status_panel.clear(f"Idle: {folder} is open; Start trains on it.")
+        window.results_panel.mark_as_previous_run()
 
     def show_history(self, run_dir: Path) -> int:
         """Draw the finished epochs of ``run_dir`` (read from its metrics.jsonl); returns the

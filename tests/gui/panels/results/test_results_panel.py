@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 
+import workbench.gui.widgets.path_dialog as path_dialog
+from workbench.core.runs.events import RunStart
 from workbench.core.runs.predictions_file import read_predictions
 from workbench.gui.panels.results_panel import ResultsPanel
 
@@ -85,3 +88,36 @@ def test_export_onnx_from_the_results_tab(qtbot, panel, tmp_path, monkeypatch):
     assert exported.args[0].path == str(out) and out.is_file()
     assert exported.args[0].method.startswith("onnx") and exported.args[0].max_abs_diff <= 1e-4
     qtbot.waitUntil(lambda: not panel.is_exporting())
+
+
+def test_open_run_folder_opens_its_absolute_path_or_shows_it_to_copy(qtbot, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a run of the default output_dir "runs" has a relative folder
+    (tmp_path / "runs" / "run-1").mkdir(parents=True)
+    asked: list = []
+
+    class NoFileManager:  # QDesktopServices where no file manager answers (Xvfb, a server)
+        @staticmethod
+        def openUrl(url):  # noqa: N802 - Qt's name
+            asked.append(url)
+            return False
+
+    monkeypatch.setattr(path_dialog, "QDesktopServices", NoFileManager)
+    panel = ResultsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.show_run_start(RunStart(
+        run_dir="runs/run-1", device="cpu", device_name="CPU", memory_total=None, amp=False,
+        class_names=("a", "b"), train_samples=8, val_samples=4, epochs=1, start_epoch=0,
+        steps_per_epoch=1, crops_per_sample=1, feature_cache=False, dataset_summary=""))
+
+    qtbot.mouseClick(panel.open_folder_button, Qt.MouseButton.LeftButton)
+
+    absolute = str(tmp_path.resolve() / "runs" / "run-1")
+    assert [(url.isLocalFile(), url.toLocalFile()) for url in asked] == [(True, absolute)]
+    dialog = panel.path_dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.path() == absolute and "could not be opened" in dialog.message_label.text()
+    dialog.copy_button.click()
+    assert QGuiApplication.clipboard().text() == absolute
+    dialog.close()

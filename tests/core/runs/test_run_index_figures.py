@@ -7,6 +7,9 @@ import json
 import math
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from workbench.core.runs.events import EpochEnd, RunEnd, event_to_dict
 from workbench.core.runs.run_index import (
     best_epoch_events,
@@ -73,3 +76,20 @@ def test_config_differences_name_fields_only_one_run_has() -> None:
     assert config_differences([third, second]) == {
         "lr": [0.02, 0.01], "mixup_alpha": [None, 0.2], "seed": [3, 2]}
 
+
+
+_CONFIGS = st.lists(st.dictionaries(st.sampled_from(["lr", "seed", "model", "mixup_alpha"]),
+                                    st.sampled_from([0, 1, 0.5, "a", None]), max_size=4),
+                    min_size=1, max_size=4)
+
+
+@settings(derandomize=True, max_examples=100, deadline=None)
+@given(configs=_CONFIGS)
+def test_the_differing_fields_are_those_not_equal_in_every_config(configs) -> None:
+    differences = config_differences(configs)
+    for key in {key for config in configs for key in config}:
+        values = [config.get(key) for config in configs]
+        if len({repr(value) for value in values}) > 1:
+            assert differences[key] == values
+        else:
+            assert key not in differences

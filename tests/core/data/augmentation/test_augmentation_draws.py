@@ -8,6 +8,8 @@ from unittest import mock
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
@@ -162,3 +164,20 @@ def test_rand_augment_at_the_top_magnitude_changes_more_than_at_zero() -> None:
     assert not torch.equal(weak, strong)
     change = [(out.float() - images.float()).abs().mean() for out in (weak, strong)]
     assert change[1] > 2 * change[0]
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(brightness=st.floats(0.0, 3.0), contrast=st.floats(0.0, 3.0),
+       saturation=st.floats(0.0, 3.0), hue=st.floats(0.0, 0.5),
+       count=st.integers(1, 64), seed=st.integers(0, 2**31))
+def test_any_jitter_draws_stay_in_torchvisions_ranges(brightness, contrast, saturation, hue,
+                                                      count, seed) -> None:
+    strengths = {"brightness": brightness, "contrast": contrast, "saturation": saturation,
+                 "hue": hue}
+    reference = v2.ColorJitter(**strengths)
+    factors, _ = ColourJitter(**strengths).draw(count, torch.Generator().manual_seed(seed))
+    for column, name in enumerate(strengths):
+        bounds = getattr(reference, name)
+        low, high = bounds if bounds is not None else (0.0, 0.0) if name == "hue" else (1, 1)
+        assert low - 1e-12 <= float(factors[:, column].min()), name
+        assert float(factors[:, column].max()) <= high + 1e-12, name

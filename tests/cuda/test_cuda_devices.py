@@ -78,6 +78,20 @@ def test_nvml_figures_belong_to_the_card_in_use():
     assert sample.utilization is not None and isinstance(sample.throttle_reasons, int)
 
 
+
+def test_nvml_free_memory_is_the_free_memory_cuda_reports():
+    # The stand-in of tests/core/devices/test_nvml_memory.py against the real card: NVML's
+    # free figure is CUDA's (cudaMemGetInfo counts every process too), not the total or the
+    # used memory.
+    if nvml_handle("cuda:0") is None:
+        pytest.skip("NVML is not available (nvidia-ml-py or the driver's libnvidia-ml)")
+    held = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda:0")  # 256 MiB in use
+    free = nvml_free_memory("cuda:0")
+    cuda_free, cuda_total = torch.cuda.mem_get_info(0)
+    assert free is not None and free < cuda_total - held.numel()
+    assert abs(free - cuda_free) < 64 * 2**20, (free, cuda_free, cuda_total)
+
+
 CHILD = """
 import sys, torch
 from workbench.core.devices.gpu_monitor import nvml_handle

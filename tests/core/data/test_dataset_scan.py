@@ -190,3 +190,22 @@ def test_many_files_scan_quickly_without_decoding(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - started
     assert len(scan.train) + len(scan.val) == 2000
     assert elapsed < 2.0
+
+
+def test_the_header_check_covers_the_train_and_the_val_folders(tmp_path: Path) -> None:
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=3,
+                               layout="train_val", val_per_class=2)
+    (root / "train" / "square" / "broken.jpg").write_bytes(b"this is not a jpeg")
+    (root / "val" / "circle" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n but no chunks")
+
+    listed = scan_dataset(root)  # by name only: both are listed
+    assert (listed.train_counts(), listed.val_counts()) == ([3, 4], [3, 2])
+
+    verified = scan_dataset(root, verify=True)
+    reasons = {str(Path(s.path).relative_to(root)): s.reason for s in verified.skipped}
+    assert reasons == {
+        os.path.join("train", "square", "broken.jpg"): "not an image Pillow can identify",
+        os.path.join("val", "circle", "broken.png"): "not an image Pillow can identify",
+    }
+    assert (verified.train_counts(), verified.val_counts()) == ([3, 3], [2, 2])
+    assert all("broken" not in path for path, _ in verified.train + verified.val)

@@ -100,3 +100,34 @@ def test_an_undecodable_image_has_no_row():
     rows = collector.rows([("good.png", 0), ("broken.png", 1)], ["a", "b"])
     assert [r.path for r in rows] == ["good.png"]
     assert rows[0].confidence == pytest.approx(1 / (1 + math.exp(-2.0)))
+
+
+def test_true_class_probability_is_the_softmax_at_the_label_through_the_file(tmp_path):
+    # A fixed logits table, not a model: rows 1 and 4 are confidently wrong (their argmax is
+    # not their label), as a mislabelled image would be.
+    logits = torch.tensor([[3.0, 0.5, -1.0, 0.0],
+                           [2.5, -0.5, 0.2, 0.1],
+                           [0.1, 0.2, 2.2, -0.3],
+                           [-1.0, 0.0, 0.5, 1.5],
+                           [0.0, 0.3, 0.1, 4.0],
+                           [0.4, 1.9, 0.0, 0.2]])
+    labels = torch.tensor([0, 2, 2, 3, 1, 1])
+    names = ["ant", "bee", "cat", "dog"]
+    samples = [(f"image{i}.png", int(label)) for i, label in enumerate(labels)]
+    collector = PredictionCollector(crops=1, strategy="repeat_labels")
+    collector.add(logits[:4], labels[:4])  # two batches, as an evaluation pass hands them
+    collector.add(logits[4:], labels[4:])
+    collector.write(tmp_path, samples, names)
+    rows = read_predictions(tmp_path)
+
+    probabilities = torch.softmax(logits, dim=1)
+    expected = probabilities[torch.arange(6), labels].tolist()
+    assert [r.true_class_probability for r in rows] == pytest.approx(expected, rel=1e-5)
+    assert [r.confidence for r in rows] == pytest.approx(
+        probabilities.max(dim=1).values.tolist(), rel=1e-5)
+    assert [r.loss for r in rows] == pytest.approx([-math.log(p) for p in expected], rel=1e-5)
+    wrong = [r for r in rows if not r.correct]
+    assert [r.path for r in wrong] == ["image1.png", "image4.png"]
+    assert all(r.true_class_probability < r.confidence for r in wrong)
+    least_sure = sorted(rows, key=lambda r: r.true_class_probability)
+    assert {r.path for r in least_sure[:2]} == {"image1.png", "image4.png"}

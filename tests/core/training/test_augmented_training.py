@@ -78,9 +78,14 @@ def test_label_smoothing_and_mixing_reach_the_training_loss_only(shapes, tmp_pat
     plain = first_epoch("plain")
     again = first_epoch("again")
     assert (again.train_loss, again.val_loss) == (plain.train_loss, plain.val_loss)
+    changed = {}
     for name, changes in (("smoothing", {"label_smoothing": 0.3}),
-                          ("mixup", {"mixup_alpha": 0.4}), ("cutmix", {"cutmix_alpha": 1.0})):
-        changed = first_epoch(name, **changes)
-        assert changed.train_loss != plain.train_loss, name  # the repeat above was equal
+                          ("mixup", {"mixup_alpha": 0.4}), ("cutmix", {"cutmix_alpha": 1.0}),
+                          ("mixup_smoothing", {"mixup_alpha": 0.4, "label_smoothing": 0.3})):
+        changed[name] = first_epoch(name, **changes)
+        assert changed[name].train_loss != plain.train_loss, name  # the repeat was equal
         if name == "smoothing":  # mixed pixels move the batch-norm statistics; smoothing not
-            assert changed.val_loss == pytest.approx(plain.val_loss, abs=1e-6)
+            assert changed[name].val_loss == pytest.approx(plain.val_loss, abs=1e-6)
+    # The same seed mixes the same images with the same shares: only smoothing differs, and
+    # it must reach the loss of mixed targets too.
+    assert changed["mixup_smoothing"].train_loss != changed["mixup"].train_loss

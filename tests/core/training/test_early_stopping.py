@@ -35,6 +35,16 @@ def test_patience_counts_epochs_since_the_best_value():
         EarlyStopping("train_loss", 2)
 
 
+
+@pytest.mark.parametrize(("monitor", "best"), [("val_accuracy", 0.83), ("val_loss", 0.52)])
+def test_the_best_epoch_is_the_peak_in_the_middle_higher_or_lower_as_watched(monitor, best):
+    # Epoch 2 is the best by both figures; neither the first nor the last is.
+    watcher = EarlyStopping(monitor, patience=5)
+    for epoch, (loss, accuracy) in enumerate(zip([0.95, 0.52, 0.58], [0.61, 0.83, 0.79],
+                                                 strict=True), 1):
+        watcher.update(epoch, loss, accuracy)
+    assert (watcher.best, watcher.best_epoch, watcher.epochs_without_improvement) == (best, 2, 1)
+
 def test_a_run_that_stops_improving_ends_early_and_says_why(tmp_path):
     data = write_shape_dataset(tmp_path / "data", per_class=8, size=(32, 32),
                                layout="train_val", val_per_class=2)

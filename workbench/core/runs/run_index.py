@@ -122,7 +122,10 @@ def read_run_summary(run_dir: str | os.PathLike[str]) -> RunSummary:
     start = next((e for e in events if e["event"] == "RunStart"), {})
     epochs = [e for e in events if e["event"] == "EpochEnd"]
     end = next((e for e in reversed(events) if e["event"] == "RunEnd"), None)
-    best = max((_number(e.get("val_accuracy")) for e in epochs), default=math.nan)
+    # An epoch none of whose validation images decoded has a NaN accuracy: max() would
+    # return it when it comes first, hiding the best epoch.
+    accuracies = (_number(e.get("val_accuracy")) for e in epochs)
+    best = max((a for a in accuracies if not math.isnan(a)), default=math.nan)
     created = str(document.get("created", ""))
     return RunSummary(
         run_dir=str(folder), name=folder.name, created=created,

@@ -71,6 +71,29 @@ def test_soft_target_loss_on_known_numbers() -> None:
     assert smoothed.item() == pytest.approx(-(0.74 * math.log(0.75) + 0.26 * math.log(0.25)))
 
 
+def test_label_smoothing_of_mixed_targets_on_numbers_worked_out_by_hand(monkeypatch) -> None:
+    # Four classes, smoothing 0.1, labels (0, 2), a mixup share forced to 0.7. smooth(y) =
+    # 0.9 y + 0.025, so image 0's target is 0.7 smooth(e0) + 0.3 smooth(e2)
+    # = (0.655, 0.025, 0.295, 0.025) and image 1's (0.295, 0.025, 0.655, 0.025).
+    monkeypatch.setattr(torch.distributions.Beta, "sample",
+                        lambda self, shape=(): torch.tensor([0.7]))
+    images = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    labels = torch.tensor([0, 2])
+    mixed = BatchMixer(4, mixup_alpha=0.2)(images, labels)
+    assert mixed.share == pytest.approx(0.7)
+    torch.testing.assert_close(mixed.targets, torch.tensor([[0.7, 0.0, 0.3, 0.0],
+                                                          [0.3, 0.0, 0.7, 0.0]]))
+    expected = torch.tensor([[0.655, 0.025, 0.295, 0.025], [0.295, 0.025, 0.655, 0.025]])
+    assert (expected >= 0.1 / 4).all() and expected.sum(1).tolist() == pytest.approx([1, 1])
+    logits = torch.tensor([[2.0, -1.0, 0.5, 0.0], [0.3, 1.2, -0.7, 2.5]])
+    by_hand = -(expected * logits.log_softmax(1)).sum(1).mean()
+    loss = soft_target_loss(logits, mixed.targets, labels, label_smoothing=0.1)
+    assert loss.item() == pytest.approx(by_hand.item(), rel=1e-6)
+    # Smoothing moves this loss by far more than the tolerance above.
+    assert soft_target_loss(logits, mixed.targets, labels).item() != pytest.approx(
+        by_hand.item(), rel=1e-3)
+
+
 @pytest.mark.parametrize("strategy", ["repeat_labels", "average_logits"])
 def test_label_smoothing_reaches_the_training_loss_on_known_numbers(strategy) -> None:
     # Three classes, logits (ln 2, 0, 0): p = (1/2, 1/4, 1/4). Smoothing 0.3 moves the target

@@ -15,6 +15,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.core.data.health.split_groups import keep_duplicates_on_one_side
+
 # torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
 # and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
 IMG_EXTENSIONS = (
@@ -200,6 +202,7 @@ def _scan_flat(
     for name in class_names:
         files = _required_class_images(os.path.join(root, name), verify, skipped)
         class_train, class_val = _split_class(files, val_fraction, f"{seed}:{name}")
+        class_train, class_val = keep_duplicates_on_one_side(root, class_train, class_val)
         train.extend((path, class_to_idx[name]) for path in class_train)
         val.extend((path, class_to_idx[name]) for path in class_val)
     return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, [],

@@ -16,10 +16,10 @@ SHOWN_ITEMS = 10
 def run_health_check(args: argparse.Namespace) -> int:
     """Check ``args.folder``, print the findings, write health.json (and the exclusion list
     when ``--leave-out`` names kinds); 0 when the check ran, 2 when it could not."""
+    from workbench.core.data.cache_folder import EXCLUDE_FILE, health_folder
     from workbench.core.data.dataset_scan import DatasetError
     from workbench.core.data.health.exclusion_list import write_exclusion_file
     from workbench.core.data.health.health_check import check_health
-    from workbench.core.data.health.locations import EXCLUDE_FILE, health_folder
 
     kinds = _leave_out_kinds(args.leave_out)
     if kinds is None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.core.data.health.conftest import folder_snapshot
+from workbench.core.data.cache_folder import EXCLUDE_FILE, health_folder
 from workbench.core.data.health.exclusion_list import read_exclusion_file, write_exclusion_file
 from workbench.core.data.health.health_check import check_health
-from workbench.core.data.health.locations import EXCLUDE_FILE, health_folder
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.session_setup import scan_for_training
 

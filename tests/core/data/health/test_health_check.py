@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.data.health.conftest import folder_snapshot
+from workbench.core.data.cache_folder import REPORT_FILE, health_folder
 from workbench.core.data.health.findings import report_from_dict
 from workbench.core.data.health.generated_folders import (
     NEAR_COPY_KINDS,
@@ -19,7 +20,6 @@ from workbench.core.data.health.generated_folders import (
     write_distinct_images,
 )
 from workbench.core.data.health.health_check import HealthCheckCancelled, check_health
-from workbench.core.data.health.locations import REPORT_FILE, health_folder
 
 
 def _files_of(report, kind: str) -> set[str]:

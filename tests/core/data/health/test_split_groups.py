@@ -8,10 +8,9 @@ import shutil
 
 import pytest
 
-from workbench.core.data.dataset_scan import scan_dataset
+from workbench.core.data.dataset_scan import keep_duplicates_on_one_side, scan_dataset
 from workbench.core.data.health.generated_folders import distinct_image, near_copy
 from workbench.core.data.health.health_check import check_health
-from workbench.core.data.health.split_groups import keep_duplicates_on_one_side
 
 
 def _write_flat_folder_with_copies(root, copy_maker) -> list[set[str]]:

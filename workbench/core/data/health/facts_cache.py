@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from workbench.core.data.cache_folder import FACTS_FILE
 from workbench.core.data.health.image_facts import ImageFacts
-from workbench.core.data.health.locations import FACTS_FILE
 
 _VERSION = 1
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from workbench.core.data.cache_folder import REPORT_FILE, health_folder
 from workbench.core.data.dataset_scan import DatasetScan, scan_dataset
 from workbench.core.data.health.duplicate_groups import (
     NEAR_DUPLICATE_BITS,
@@ -28,7 +29,6 @@ from workbench.core.data.health.findings import (
     write_report,
 )
 from workbench.core.data.health.image_facts import ImageFacts, image_facts
-from workbench.core.data.health.locations import REPORT_FILE, health_folder
 from workbench.core.data.health.odd_images import balance_finding, odd_image_findings
 
 ProgressCallback = Callable[[int, int], None]

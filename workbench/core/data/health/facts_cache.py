@@ -43,10 +43,15 @@ class FactsCache:
         return facts
 
     def save(self, facts: list[ImageFacts]) -> None:
-        """Keep exactly ``facts`` (files gone from the folder are forgotten)."""
-        from workbench.core.runs.atomic_io import atomic_write_text
+        """Keep exactly ``facts`` (files gone from the folder are forgotten); nothing is
+        written when they are what the cache already holds (a rescan of an unchanged folder)."""
+        from workbench.core.runs.atomic_io import atomic_write_bytes
 
-        self._facts = {f.path: f for f in facts}
+        kept = {f.path: f for f in facts}
+        if kept == self._facts and self.path.exists():
+            return
+        self._facts = kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"version": _VERSION, "files": [f.to_dict() for f in facts]})
-        atomic_write_text(self.path, text)
+        # Atomic but not fsynced: a cache lost in a power cut is only decoded again.
+        atomic_write_bytes(self.path, text.encode("utf-8"), durable=False)

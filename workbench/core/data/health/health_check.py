@@ -105,7 +105,8 @@ def _all_facts(paths: list[str], cache: FactsCache, threads: int,
             known[path] = cached
     reused = len(known)
     _report(progress, reused, len(paths))
-    workers = threads or min(8, os.cpu_count() or 1)
+    # Python's own default for threads that wait on files; Pillow decodes without the GIL.
+    workers = threads or min(32, (os.cpu_count() or 1) + 4)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: set[Future[ImageFacts]] = set()
         queue = iter(todo)

@@ -23,8 +23,9 @@ from workbench.core.data.image_decoding import (
     prepare_image,
 )
 
-# Smallest side decoded: enough for a 32x32 perceptual hash and the figures below.
-ANALYSIS_SIDE = 128
+# Smallest side decoded: enough for a 32x32 perceptual hash and the figures below (a JPEG
+# photo is then decoded at 1/8 scale).
+ANALYSIS_SIDE = 64
 # Longer side of the copy the brightness, contrast and sharpness are measured on.
 METRIC_SIDE = 64
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -101,8 +102,8 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
     pixels = np.asarray(rgb, dtype=np.uint8)
     digest = hashlib.sha1(pixels.tobytes())
     digest.update(f"{rgb.width}x{rgb.height}".encode())
-    small = rgb.copy()
-    small.thumbnail((METRIC_SIDE, METRIC_SIDE), Image.Resampling.BILINEAR)
+    small = rgb.copy() if max(rgb.size) <= METRIC_SIDE else rgb.resize(
+        _fitted(rgb.size, METRIC_SIDE), Image.Resampling.BILINEAR)
     values = np.asarray(small, dtype=np.float32)
     luma = values @ _LUMA
     channel_spread = float(np.abs(values - values.mean(axis=2, keepdims=True)).max())
@@ -112,6 +113,13 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
         phash=str(imagehash.phash(rgb)))
+
+
+def _fitted(size: tuple[int, int], side: int) -> tuple[int, int]:
+    """``size`` scaled so its longer side is ``side``."""
+    width, height = size
+    scale = side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def _sharpness(luma: np.ndarray) -> float:

@@ -62,6 +62,9 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         print(f"skipped: {skipped.path}: {skipped.reason}")
     if len(scan.skipped) > 20:
         print(f"... and {len(scan.skipped) - 20} more skipped files")
+    # Headers alone miss truncated and corrupt pixels, copies and leakage.
+    print(f"to decode every image and find duplicates, leakage and odd images: "
+          f"workbench scan --health {args.folder}")
     return 0
 
 

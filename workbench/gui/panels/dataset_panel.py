@@ -153,6 +153,7 @@ class DatasetPanel(QWidget):
         self._runner.failed.connect(self._on_scan_failed)
         self.imbalance_box.option_chosen.connect(self.imbalance_option_chosen)
         self.health_panel.exclude_file_chosen.connect(self.exclude_file_chosen)
+        self.health_panel.report_ready.connect(self._on_health_report)
         self.thumbnails.image_selected.connect(self.image_selected)
         self.split_combo.currentIndexChanged.connect(self._on_split_changed)
         self.class_filter_combo.currentIndexChanged.connect(self._on_class_filter_changed)
@@ -337,6 +338,13 @@ class DatasetPanel(QWidget):
         self.thumbnails.set_dataset([], [])
         self._update_class_filter(None, keep_choice=False)
         self.scan_failed.emit(message)
+
+    @Slot(object)
+    def _on_health_report(self, _report: object) -> None:
+        # The automatic split keeps the duplicate groups just found on one side: scan again
+        # so the counts and thumbnails show the split training will use.
+        if self._scan is not None and self._scan.layout == "flat":
+            self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
 
     @Slot(int)
     def _on_problem_tab_changed(self, _index: int) -> None:

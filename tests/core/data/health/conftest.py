@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from workbench.core.data.health.generated_folders import (
     blank_image,
@@ -70,3 +71,32 @@ def folder_snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns,
                                        hashlib.sha1(p.read_bytes()).hexdigest())
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def write_flat_folder_with_copies(root, copy_maker) -> list[set[str]]:
+    """Two classes of 12 distinct images; 4 images of each class have 2 copies each."""
+    rng = random.Random(11)
+    groups = []
+    for label in ("left", "right"):
+        folder = root / label
+        folder.mkdir(parents=True)
+        for index in range(12):
+            path = folder / f"{index:02d}.png"
+            distinct_image(rng).save(path)
+            if index < 4:
+                copies = [copy_maker(path, folder / f"{index:02d}_copy{n}") for n in (1, 2)]
+                groups.append({str(path), *map(str, copies)})
+    return groups
+
+
+def near_copy_maker():
+    """A ``copy_maker`` for ``write_flat_folder_with_copies``: JPEG copies, re-encoded or
+    resized in turn (never byte-identical to their original)."""
+    kinds = iter(["reencoded", "resized"] * 100)
+
+    def near(source: Path, target_stem: Path) -> Path:
+        target = target_stem.with_suffix(".jpg")
+        near_copy(Image.open(source).convert("RGB"), next(kinds)).save(target, quality=85)
+        return target
+
+    return near

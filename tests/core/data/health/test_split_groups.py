@@ -8,25 +8,9 @@ import shutil
 
 import pytest
 
+from tests.core.data.health.conftest import near_copy_maker, write_flat_folder_with_copies
 from workbench.core.data.dataset_scan import keep_duplicates_on_one_side, scan_dataset
-from workbench.core.data.health.generated_folders import distinct_image, near_copy
 from workbench.core.data.health.health_check import check_health
-
-
-def _write_flat_folder_with_copies(root, copy_maker) -> list[set[str]]:
-    """Two classes of 12 distinct images; 4 images of each class have 2 copies each."""
-    rng = random.Random(11)
-    groups = []
-    for label in ("left", "right"):
-        folder = root / label
-        folder.mkdir(parents=True)
-        for index in range(12):
-            path = folder / f"{index:02d}.png"
-            distinct_image(rng).save(path)
-            if index < 4:
-                copies = [copy_maker(path, folder / f"{index:02d}_copy{n}") for n in (1, 2)]
-                groups.append({str(path), *map(str, copies)})
-    return groups
 
 
 def _straddling(groups: list[set[str]], root, seeds=range(12)) -> list[tuple[int, set[str]]]:
@@ -48,23 +32,14 @@ def test_byte_identical_copies_never_straddle_the_split(tmp_path, monkeypatch):
         shutil.copyfile(source, target)
         return target
 
-    groups = _write_flat_folder_with_copies(tmp_path / "data", byte_copy)
+    groups = write_flat_folder_with_copies(tmp_path / "data", byte_copy)
     assert _straddling(groups, tmp_path / "data") == []
 
 
 def test_near_copies_stay_together_once_a_health_check_has_grouped_them(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    kinds = iter(["reencoded", "resized"] * 8)
-
-    def near(source, target_stem):
-        from PIL import Image
-
-        target = target_stem.with_suffix(".jpg")
-        near_copy(Image.open(source).convert("RGB"), next(kinds)).save(target, quality=85)
-        return target
-
     root = tmp_path / "data"
-    groups = _write_flat_folder_with_copies(root, near)
+    groups = write_flat_folder_with_copies(root, near_copy_maker())
     assert _straddling(groups, root), "without a health check some near copies straddle"
     check_health(root, threads=2)  # into the default cache, where the split looks
     assert _straddling(groups, root) == []

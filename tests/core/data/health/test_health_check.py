@@ -150,3 +150,22 @@ def test_a_report_inside_the_folder_is_refused(problem_folder):
     with pytest.raises(ValueError, match="writes nothing there"):
         check_health(root, report_path=str(Path(root) / "health.json"), threads=2)
     assert not (Path(root) / "health.json").exists()
+
+
+def test_tiny_elongated_bright_and_grey_images_are_named(tmp_path):
+    root = tmp_path / "odd"
+    write_distinct_images(root / "a", 12, seed=4)
+    write_distinct_images(root / "b", 12, seed=5)
+    rng = random.Random(9)
+    odd = {"tiny": root / "a" / "tiny.png", "extreme_aspect": root / "a" / "strip.png",
+           "bright": root / "b" / "bright.png", "grayscale": root / "b" / "grey.png"}
+    distinct_image(rng, 20).save(odd["tiny"])
+    distinct_image(rng, 200).resize((200, 40)).save(odd["extreme_aspect"])
+    distinct_image(rng).point(lambda v: 235 + v // 20).save(odd["bright"])
+    distinct_image(rng).convert("L").save(odd["grayscale"])
+    report = check_health(root, cache_dir=str(tmp_path / "cache"), threads=2)
+    for kind, path in odd.items():
+        assert _files_of(report, kind) == {str(path)}, kind
+    assert "20x20 pixels" in _items_of(report, "tiny")[0].reason
+    assert "sides 5.0:1" in _items_of(report, "extreme_aspect")[0].reason
+    assert report.finding("imbalance").verdict.startswith("balanced")

@@ -141,9 +141,8 @@ def _findings(scan: DatasetScan, samples: list[_Sample], facts: list[ImageFacts]
     unreadable += [FindingItem((s.path,), s.reason, ()) for s in scan.skipped
                    if s.reason.startswith(_UNREADABLE_SKIPS)]
     exact = exact_groups(facts)
-    near = [g for g in near_groups(facts, near_bits)
-            if len({facts_of[p].pixel_digest for p in g}) > 1]
     groups = near_groups(facts, near_bits)  # every copy group, exact ones included
+    near = [g for g in groups if len({facts_of[p].pixel_digest for p in g}) > 1]
     found = [
         Finding("unreadable", tuple(unreadable)),
         Finding("leakage", tuple(_leak_items(groups, by_path)) if scan.layout == "train_val"

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
@@ -143,10 +144,15 @@ class HealthFindingsPanel(QWidget):
         top = QHBoxLayout()
         for widget in (self.check_button, self.cancel_button):
             top.addWidget(widget)
-        top.addWidget(self.progress, 1)
-        top.addStretch(0)
+        top.addStretch(1)
         top.addWidget(self.leave_out_button)
         top.addWidget(self.include_button)
+        status = QHBoxLayout()
+        status.addWidget(self.progress, 1)
+        status.addWidget(self.status_label, 2)
+        # Long folder names and report paths are clipped, never widen the panel.
+        for label in (self.status_label, self.excluded_label):
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.findings_tree)
         body.addWidget(self.tiles_list)
@@ -155,7 +161,7 @@ class HealthFindingsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
-        layout.addWidget(self.status_label)
+        layout.addLayout(status)
         layout.addWidget(body, 1)
         layout.addWidget(self.excluded_label)
 
@@ -197,7 +203,8 @@ class HealthFindingsPanel(QWidget):
         self.cancel_button.setEnabled(True)
         self.progress.setRange(0, 0)
         self.progress.show()
-        self.status_label.setText(f"Checking {self._root}…")
+        self.status_label.setText(f"Checking {os.path.basename(self._root)}…")
+        self.status_label.setToolTip(self._root)
         self._checker.start(self._root, cache_dir, val_fraction, seed)
 
     # ---------------------------------------------------------------- slots

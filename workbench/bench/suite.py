@@ -30,6 +30,7 @@ GROUPS = {
     "worker": "workbench.bench.worker_benchmark",
     "ui": "workbench.bench.ui_latency_benchmark",
     "accuracy": "workbench.bench.accuracy_benchmark",
+    "health": "workbench.bench.health_benchmark",
 }
 DEFAULT_OUTPUT = "bench.json"
 

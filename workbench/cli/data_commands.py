@@ -14,6 +14,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     scan.add_argument("--no-header-check", action="store_true",
                       help="list files by name only, without opening each image's header "
                            "(faster on a slow disk; broken images then surface in training)")
+    scan.add_argument("--health", action="store_true",
+                      help="decode every image once and report unreadable files, duplicates, "
+                           "train/val leakage, conflicting labels and odd images; writes "
+                           "health.json to the cache (or --report)")
+    scan.add_argument("--cache-dir", default="",
+                      help="with --health: the cache folder its facts and report go to "
+                           "(default: the image cache)")
+    scan.add_argument("--report", default="", help="with --health: where to write health.json")
+    scan.add_argument("--leave-out", default="", metavar="KINDS",
+                      help="with --health: write the files of these findings (comma-separated "
+                           "kinds, or 'all') to an exclusion list for train --exclude-file")
+    scan.add_argument("--exclude-output", default="",
+                      help="with --leave-out: where to write the exclusion list "
+                           "(default: exclude.txt beside health.json in the cache)")
     scan.set_defaults(handler=_cmd_scan)
 
     cache = sub.add_parser("cache", help="show where resized images are cached and how much "
@@ -25,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
+    if args.health:
+        from workbench.cli.health_report_text import run_health_check
+
+        return run_health_check(args)
     from workbench.core.data.dataset_scan import DatasetError, scan_dataset
 
     try:
@@ -44,6 +62,9 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         print(f"skipped: {skipped.path}: {skipped.reason}")
     if len(scan.skipped) > 20:
         print(f"... and {len(scan.skipped) - 20} more skipped files")
+    # Headers alone miss truncated and corrupt pixels, copies and leakage.
+    print(f"to decode every image and find duplicates, leakage and odd images: "
+          f"workbench scan --health {args.folder}")
     return 0
 
 

@@ -8,6 +8,7 @@ room more than the cache does).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -18,6 +19,10 @@ from pathlib import Path
 
 from workbench.core.units import GIB, byte_amount
 
+# The data health check's files, in health_folder(root): never in the user's folder.
+FACTS_FILE = "facts.json"
+REPORT_FILE = "health.json"
+EXCLUDE_FILE = "exclude.txt"
 # The cache writes nothing that would leave less than this free on its disk.
 FREE_SPACE_RESERVE = 2 * GIB
 # Names the cache writes: <2 hex>/<40 hex>.npy, and the temp files of unfinished writes.
@@ -35,6 +40,14 @@ def default_cache_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "workbench" / "images"
+
+
+def health_folder(root: str | os.PathLike[str], cache_dir: str | os.PathLike[str] = "") -> Path:
+    """The folder holding ``root``'s health facts, report and exclusion list."""
+    absolute = os.path.abspath(os.fspath(root))
+    tag = hashlib.sha1(absolute.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    name = os.path.basename(absolute.rstrip(os.sep)) or "root"
+    return Path(cache_dir or default_cache_dir()) / "health" / f"{name}-{tag}"
 
 
 def has_room(folder: str | os.PathLike[str], nbytes: int) -> bool:

@@ -51,6 +51,8 @@ class TrainConfig:
     # data
     data_root: str = ""
     val_fraction: float = 0.2
+    # images left out of training: a text file of paths, one a line (see core.data.health)
+    exclude_file: str = ""
     # model
     model: str = "resnet18"
     weights: str = "imagenet"
@@ -257,6 +259,9 @@ def _path_problems(config: TrainConfig, check_paths: bool) -> _Problems:
         problems.append(("data_root", "choose an image folder"))
     elif check_paths and not Path(config.data_root).is_dir():
         problems.append(("data_root", f"folder '{config.data_root}' does not exist"))
+    if config.exclude_file and check_paths and not Path(config.exclude_file).is_file():
+        problems.append(("exclude_file", f"file '{config.exclude_file}' does not exist; clear "
+                                         "the field to train on every image"))
     if config.weights == "file":
         if not config.weights_file:
             problems.append(("weights_file", "choose a state_dict file, or pick other weights"))

@@ -97,6 +97,11 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "train/ and val/ split.", unit="fraction of the images, between 0 and 1",
         applies=lambda c, x: x.has_split is not True,
         applies_text="when the data folder has no train/ and val/ subfolders"),
+    FieldDescription(
+        "exclude_file", "Images left out",
+        "A text file of image paths (one a line, relative to the data folder or absolute) "
+        "that training leaves out; written by the data health check's 'Leave out of "
+        "training'. Empty trains on every image; the files themselves are never touched."),
     # model
     FieldDescription(
         "model", "Model", "The network to train.",

@@ -11,6 +11,7 @@ import torch
 from workbench.core.data.cache_folder import cache_messages
 from workbench.core.data.data_pipeline import image_cache_dir
 from workbench.core.data.dataset_scan import DatasetError, DatasetScan, scan_dataset
+from workbench.core.data.health.exclusion_list import apply_exclusions
 from workbench.core.data.image_cache import cache_path
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
@@ -28,6 +29,7 @@ def scan_for_training(config: TrainConfig) -> DatasetScan:
             larger than the training set.
     """
     scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
+    scan = apply_exclusions(scan, config.exclude_file)  # files the user chose to leave out
     if len(scan.class_names) < 2:
         raise DatasetError(f"{config.data_root}: needs at least 2 class folders, "
                            f"found {len(scan.class_names)}")

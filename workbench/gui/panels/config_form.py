@@ -50,9 +50,9 @@ _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Optimisation", ("epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay",
                       "scheduler", "lr_step_size", "lr_gamma", "imbalance", "early_stopping",
                       "early_stopping_patience")),
-    ("Data and speed", ("val_fraction", "workers", "amp", "amp_dtype", "channels_last",
-                        "pin_memory", "cache_images", "cache_dir", "cache_features",
-                        "images_on_device", "max_steps_per_epoch")),
+    ("Data and speed", ("val_fraction", "exclude_file", "workers", "amp", "amp_dtype",
+                        "channels_last", "pin_memory", "cache_images", "cache_dir",
+                        "cache_features", "images_on_device", "max_steps_per_epoch")),
     ("Faults", ("max_failed_images", "loader_timeout", "oom_retry_smaller_batch")),
     ("Reproducibility and output", ("seed", "deterministic", "output_dir", "run_name")),
 )
@@ -81,6 +81,7 @@ _NUMBER_EDITORS: dict[str, dict[str, object]] = {
 _TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
     "weights_file": ("a state_dict .pt file", True),
     "cache_dir": ("empty: the user cache folder", True),
+    "exclude_file": ("empty: train on every image", False),
     "output_dir": ("folder for run folders", True),
     "run_name": ("optional; a timestamp is used when empty", False),
 }

@@ -25,10 +25,12 @@ from PySide6.QtWidgets import (
     QListWidget,
     QPushButton,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from workbench.gui.panels.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
@@ -130,6 +132,8 @@ class DatasetPanel(QWidget):
     """The user picked this image in the thumbnails."""
     imbalance_option_chosen = Signal(str)
     """The user picked a remedy for imbalance: "weighted_loss" or "weighted_sampler"."""
+    exclude_file_chosen = Signal(str)
+    """The data health check's exclusion list to train with ("" to use every image)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -148,6 +152,8 @@ class DatasetPanel(QWidget):
         self._runner.result_ready.connect(self._on_scan_ready)
         self._runner.failed.connect(self._on_scan_failed)
         self.imbalance_box.option_chosen.connect(self.imbalance_option_chosen)
+        self.health_panel.exclude_file_chosen.connect(self.exclude_file_chosen)
+        self.health_panel.report_ready.connect(self._on_health_report)
         self.thumbnails.image_selected.connect(self.image_selected)
         self.split_combo.currentIndexChanged.connect(self._on_split_changed)
         self.class_filter_combo.currentIndexChanged.connect(self._on_class_filter_changed)
@@ -185,6 +191,7 @@ class DatasetPanel(QWidget):
         self.issues_list.setAlternatingRowColors(True)
         self.issues_list.setWordWrap(True)
         self.thumbnails = ThumbnailBrowser()
+        self.health_panel = HealthFindingsPanel()
         self.split_combo = QComboBox()
         self.split_combo.addItem("Training images", TRAIN)
         self.split_combo.addItem("Validation images", VAL)
@@ -205,6 +212,10 @@ class DatasetPanel(QWidget):
         self.issues_group = QGroupBox("Files left out and other problems")
         issues_layout = QVBoxLayout(self.issues_group)
         issues_layout.addWidget(self.issues_list)
+        # The scan's own problems and the data health check share one section.
+        self.problem_tabs = QTabWidget()
+        self.problem_tabs.addTab(self.issues_group, "Scan")
+        self.problem_tabs.addTab(self.health_panel, "Data health")
         images_group = QGroupBox("Images")
         images_layout = QVBoxLayout(images_group)
         filter_row = QHBoxLayout()
@@ -213,10 +224,11 @@ class DatasetPanel(QWidget):
         images_layout.addLayout(filter_row)
         images_layout.addWidget(self.thumbnails)
         # One column of full-width sections: the thumbnail grid gets the panel's whole width.
-        body = QSplitter(Qt.Orientation.Vertical)
-        for section, stretch in ((classes_group, 3), (self.issues_group, 1), (images_group, 4)):
+        self.body_splitter = body = QSplitter(Qt.Orientation.Vertical)
+        for section, stretch in ((classes_group, 3), (self.problem_tabs, 2), (images_group, 4)):
             body.addWidget(section)
             body.setStretchFactor(body.count() - 1, stretch)
+        self.problem_tabs.currentChanged.connect(self._on_problem_tab_changed)
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -230,6 +242,7 @@ class DatasetPanel(QWidget):
         self._folder = os.fspath(path)
         self._scan = None
         self._remember(self._folder)
+        self.health_panel.set_folder(self._folder)
         self.hint_label.hide()
         self.error_label.hide()
         self.layout_label.hide()
@@ -251,6 +264,7 @@ class DatasetPanel(QWidget):
         changed = (val_fraction, seed) != (self._val_fraction, self._seed)
         self._val_fraction = val_fraction
         self._seed = seed
+        self.health_panel.set_options(val_fraction, seed)
         if changed and self._folder:
             self.set_folder(self._folder)
 
@@ -266,7 +280,7 @@ class DatasetPanel(QWidget):
 
     def wait_for_scan(self, msecs: int = -1) -> bool:
         """Block until the pool has finished scanning (shutdown and tests); False on timeout."""
-        return self._runner.wait_for_done(msecs)
+        return self._runner.wait_for_done(msecs) and self.health_panel.wait_for_done(msecs)
 
     # ---------------------------------------------------------------- drag and drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
@@ -324,6 +338,22 @@ class DatasetPanel(QWidget):
         self.thumbnails.set_dataset([], [])
         self._update_class_filter(None, keep_choice=False)
         self.scan_failed.emit(message)
+
+    @Slot(object)
+    def _on_health_report(self, _report: object) -> None:
+        # The automatic split keeps the duplicate groups just found on one side: scan again
+        # so the counts and thumbnails show the split training will use.
+        if self._scan is not None and self._scan.layout == "flat":
+            self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
+
+    @Slot(int)
+    def _on_problem_tab_changed(self, _index: int) -> None:
+        # The health findings and their thumbnails need most of the height; the scan's list
+        # of skipped files does not.
+        shares = (2, 6, 3) if self.problem_tabs.currentWidget() is self.health_panel \
+            else (3, 2, 4)
+        total = sum(self.body_splitter.sizes())
+        self.body_splitter.setSizes([total * share // sum(shares) for share in shares])
 
     @Slot(int)
     def _on_split_changed(self, _index: int) -> None:

@@ -159,6 +159,7 @@ class MainWindow(QMainWindow):
         self.dataset_panel.scan_failed.connect(self._on_scan_failed)
         self.dataset_panel.image_selected.connect(self._on_image_selected)
         self.dataset_panel.imbalance_option_chosen.connect(self._on_imbalance_option_chosen)
+        self.dataset_panel.exclude_file_chosen.connect(self._on_exclude_file_chosen)
 
     # ------------------------------------------------------------------ public API
     def start_background_tasks(self) -> None:
@@ -341,6 +342,11 @@ class MainWindow(QMainWindow):
     def _on_imbalance_option_chosen(self, option: str) -> None:
         self.config_form.update_config(imbalance=option)
         self.log_panel.append_text("info", f"Class imbalance: training will use {option}.")
+
+    def _on_exclude_file_chosen(self, path: str) -> None:
+        self.config_form.edit_field("exclude_file", path)
+        self.log_panel.append_text("info", f"Training leaves out the files listed in {path}."
+                                   if path else "Training uses every image again.")
 
     def _on_preview_failed(self, message: str) -> None:
         self.log_panel.append_text("warning", f"Preview: {message}")

@@ -1,0 +1,86 @@
+"""The data health check in the window: run from the dataset panel with progress, findings
+with thumbnails (copies side by side), 'Leave out of training' into the settings and back,
+changing nothing on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from tests.core.data.health.conftest import folder_snapshot, write_problem_folder
+from workbench.gui.panels.health_findings_panel import TILE_SIZE, HealthFindingsPanel
+
+CHECK_TIMEOUT_MS = 30_000
+
+
+def finding_rows(panel: HealthFindingsPanel) -> dict[str, tuple[str, str]]:
+    tree = panel.findings_tree
+    return {tree.topLevelItem(i).text(0): (tree.topLevelItem(i).text(1),
+                                           tree.topLevelItem(i).text(2))
+            for i in range(tree.topLevelItemCount())}
+
+
+def select_finding(panel: HealthFindingsPanel, title: str) -> None:
+    tree = panel.findings_tree
+    row = next(i for i in range(tree.topLevelItemCount()) if tree.topLevelItem(i).text(0) == title)
+    tree.setCurrentItem(tree.topLevelItem(row))
+
+
+def test_check_leave_out_and_include_again_from_the_window(qtbot, window, tmp_path,
+                                                           monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(cache))
+    root = tmp_path / "photos"
+    write_problem_folder(root)
+    before = folder_snapshot(root)
+    with qtbot.waitSignal(window.dataset_panel.dataset_scanned, timeout=CHECK_TIMEOUT_MS):
+        window.open_folder(str(root))
+    dataset = window.dataset_panel
+    health = dataset.health_panel
+    dataset.problem_tabs.setCurrentWidget(health)
+    progress: list[int] = []
+    health._checker.progressed.connect(lambda done, total: progress.append(done))
+
+    with qtbot.waitSignal(health.report_ready, timeout=CHECK_TIMEOUT_MS):
+        qtbot.mouseClick(health.check_button, Qt.MouseButton.LeftButton)
+    rows = finding_rows(health)
+    assert rows["Unreadable images"][0] == "3"
+    assert rows["Train/val leakage"] == ("1", "The same image is in train and in val: "
+                                              "validation accuracy is inflated.")
+    assert rows["Conflicting labels"][0] == "1"
+    assert rows["Near duplicates"][0] == "2"
+    assert "mildly imbalanced" in rows["Class balance"][1]
+    assert progress and progress[-1] == 38
+    assert health.progress.isHidden() and health.check_button.isEnabled()
+    assert "38 images checked" in health.status_label.text()
+
+    select_finding(health, "Train/val leakage")
+    assert health.tiles_list.count() == 1
+    assert "1 in train, 1 in val" in health.tiles_list.item(0).text()
+    qtbot.waitUntil(lambda: not health.tiles_list.item(0).icon().isNull(), timeout=10_000)
+    pair = health.tiles_list.item(0).icon().availableSizes()[0]
+    assert pair.width() >= 2 * TILE_SIZE  # the two copies side by side
+
+    with qtbot.waitSignal(dataset.exclude_file_chosen) as chosen:
+        qtbot.mouseClick(health.leave_out_button, Qt.MouseButton.LeftButton)
+    exclude = Path(chosen.args[0])
+    assert exclude.is_relative_to(cache)
+    assert "train/cat/cat_2.png" in exclude.read_text().splitlines()
+    assert window.config_form.config().exclude_file == str(exclude)
+    assert window.config_form._bindings["exclude_file"].edit.text() == str(exclude)
+    assert "1 file(s) left out of training (train/val leakage)" in health.excluded_label.text()
+
+    select_finding(health, "Unreadable images")
+    qtbot.mouseClick(health.leave_out_button, Qt.MouseButton.LeftButton)
+    listed = exclude.read_text().splitlines()
+    assert {"train/cat/cat_2.png", "train/cat/truncated.jpg",
+            "train/cat/corrupt.png"} <= set(listed)
+
+    with qtbot.waitSignal(dataset.exclude_file_chosen) as cleared:
+        qtbot.mouseClick(health.include_button, Qt.MouseButton.LeftButton)
+    assert cleared.args == [""]
+    assert window.config_form.config().exclude_file == ""
+    assert folder_snapshot(root) == before
+
+

@@ -1,0 +1,134 @@
+"""Decode one image fully, once, and measure what the health check needs from it.
+
+JPEGs are decoded at a reduced scale (``Image.draft``) to at least ``ANALYSIS_SIDE`` pixels a
+side: every byte of the file is still decoded, so truncated and corrupt data fail here as in
+training, at a fraction of the cost. The figures are measured on a copy whose longer side is
+``METRIC_SIDE``, so they do not depend on the file's resolution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from workbench.core.data.image_decoding import (
+    ImageDecodeError,
+    check_regular_file,
+    decode_failure_reason,
+    prepare_image,
+)
+
+# Smallest side decoded: enough for a 32x32 perceptual hash and the figures below (a JPEG
+# photo is then decoded at 1/8 scale).
+ANALYSIS_SIDE = 64
+# Longer side of the copy the brightness, contrast and sharpness are measured on.
+METRIC_SIDE = 64
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What one file is, as far as the health check is concerned.
+
+    Attributes:
+        path, size_bytes, mtime_ns: the file, and the key its facts are cached under.
+        error: why the file cannot be decoded (Pillow's reason); None when it can. The
+            figures below are 0 / "" for such a file.
+        width, height: the stored size in pixels.
+        grayscale: a grey mode, or colour channels that never differ visibly.
+        mean, std: luminance mean and standard deviation, 0..255.
+        sharpness: variance of the Laplacian over the luminance variance (0 for a flat image);
+            blur lowers it, contrast does not change it.
+        pixel_digest: SHA-1 of the decoded pixels: equal for exact duplicates.
+        phash: the 64-bit perceptual hash (imagehash.phash) in hex: close for near duplicates.
+    """
+
+    path: str
+    size_bytes: int
+    mtime_ns: int
+    error: str | None = None
+    width: int = 0
+    height: int = 0
+    grayscale: bool = False
+    mean: float = 0.0
+    std: float = 0.0
+    sharpness: float = 0.0
+    pixel_digest: str = ""
+    phash: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ImageFacts:
+        return cls(**data)
+
+
+def file_key(path: str) -> tuple[int, int]:
+    """(size in bytes, modification time in ns): a changed file gets another key."""
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns
+
+
+def image_facts(path: str) -> ImageFacts:
+    """Decode ``path`` and measure it; a file that fails carries the reason in ``error``."""
+    try:
+        info = check_regular_file(path)
+    except ImageDecodeError as exc:
+        return ImageFacts(path, 0, 0, exc.reason)
+    try:
+        with Image.open(path) as image:
+            width, height = image.size
+            grey_mode = image.mode in _GREY_MODES
+            rgb = prepare_image(image, "RGB", (ANALYSIS_SIDE, ANALYSIS_SIDE))
+            rgb.load()  # decodes every byte: a truncated file fails here
+    except ImageDecodeError as exc:
+        return ImageFacts(path, info.st_size, info.st_mtime_ns, exc.reason)
+    except Exception as exc:  # noqa: BLE001 - malformed files raise all kinds of errors
+        return ImageFacts(path, info.st_size, info.st_mtime_ns, decode_failure_reason(exc))
+    return _measured(path, info, width, height, grey_mode, rgb)
+
+
+def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mode: bool,
+              rgb: Image.Image) -> ImageFacts:
+    import imagehash  # imports scipy: only the health check needs it
+
+    pixels = np.asarray(rgb, dtype=np.uint8)
+    digest = hashlib.sha1(pixels.tobytes())
+    digest.update(f"{rgb.width}x{rgb.height}".encode())
+    small = rgb.copy() if max(rgb.size) <= METRIC_SIDE else rgb.resize(
+        _fitted(rgb.size, METRIC_SIDE), Image.Resampling.BILINEAR)
+    values = np.asarray(small, dtype=np.float32)
+    luma = values @ _LUMA
+    channel_spread = float(np.abs(values - values.mean(axis=2, keepdims=True)).max())
+    return ImageFacts(
+        path, info.st_size, info.st_mtime_ns, None, width, height,
+        grayscale=grey_mode or channel_spread < 8.0,
+        mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
+        sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
+        phash=str(imagehash.phash(rgb)))
+
+
+def _fitted(size: tuple[int, int], side: int) -> tuple[int, int]:
+    """``size`` scaled so its longer side is ``side``."""
+    width, height = size
+    scale = side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _sharpness(luma: np.ndarray) -> float:
+    """Laplacian variance over luminance variance: high-frequency share of the detail."""
+    if min(luma.shape) < 3:
+        return 0.0
+    variance = float(luma.var())
+    if variance < 1e-6:
+        return 0.0
+    laplacian = (luma[1:-1, :-2] + luma[1:-1, 2:] + luma[:-2, 1:-1] + luma[2:, 1:-1]
+                 - 4.0 * luma[1:-1, 1:-1])
+    return float(laplacian.var()) / variance

@@ -41,10 +41,11 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     import sys
 
+    from workbench.core.data.cache_folder import health_report_of_run
     from workbench.core.runs.run_report import write_run_report
 
     try:
-        path = write_run_report(args.run_dir, args.output)
+        path = write_run_report(args.run_dir, args.output, health_report_of_run(args.run_dir))
     except (FileNotFoundError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 
 from tests.test_cli import run_cli
+from workbench.core.data.health.health_check import check_health
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.checkpoint_format import load_model_file
 from workbench.core.models.deployment import (
@@ -131,6 +132,9 @@ class _Page(HTMLParser):
 def test_the_run_report_is_one_file_with_every_section_and_its_images_inline(best_model):
     run_dir = best_model.parent
     export_and_measure(best_model, run_dir / "model_int8.onnx", "onnx-int8")
+    data_root = TrainConfig.load(run_dir).data_root
+    # health.json in the image cache the command below uses (run_cli's), where it looks.
+    health = check_health(data_root, cache_dir=str(run_dir / "cache"))
     result = run_cli("report", str(run_dir), cwd=run_dir)
     assert result.returncode == 0, result.stderr
     report = run_dir / "report.html"
@@ -147,3 +151,5 @@ def test_the_run_report_is_one_file_with_every_section_and_its_images_inline(bes
     text = report.read_text(encoding="utf-8")
     assert "model_int8.onnx" in text and "onnx-int8" in text  # the export table's row
     assert "precision" in text and "recall" in text
+    assert "No health check" not in text
+    assert all(finding.title in text for finding in health.findings)

@@ -50,6 +50,20 @@ def health_folder(root: str | os.PathLike[str], cache_dir: str | os.PathLike[str
     return Path(cache_dir or default_cache_dir()) / "health" / f"{name}-{tag}"
 
 
+def health_report_of_run(run_dir: str | os.PathLike[str]) -> Path | None:
+    """The health.json of the data folder a run trained on (None when the run's config cannot
+    be read); the file itself may not exist."""
+    from workbench.core.runs.config import ConfigError, TrainConfig
+
+    try:
+        config = TrainConfig.load(run_dir)
+    except ConfigError:
+        return None
+    if not config.data_root:
+        return None
+    return health_folder(config.data_root, config.cache_dir) / REPORT_FILE
+
+
 def has_room(folder: str | os.PathLike[str], nbytes: int) -> bool:
     """Whether ``nbytes`` more still leave ``FREE_SPACE_RESERVE`` free on ``folder``'s disk."""
     return free_bytes(folder) - nbytes >= FREE_SPACE_RESERVE

@@ -40,8 +40,12 @@ figure{margin:0;width:120px;font-size:11px}figure img{display:block;border:1px s
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
 
 
-def write_run_report(run_dir: str | Path, out_path: str | Path | None = None) -> Path:
+def write_run_report(run_dir: str | Path, out_path: str | Path | None = None,
+                     health_file: str | Path | None = None) -> Path:
     """Write the report of ``run_dir`` (default: ``run_dir/report.html``) and return its path.
+
+    ``health_file``: the data folder's ``health.json`` (its place in the cache is the data
+    layer's to say), shown when it exists.
 
     Raises:
         FileNotFoundError: ``run_dir`` is not a run folder (it has no config.json).
@@ -51,11 +55,11 @@ def write_run_report(run_dir: str | Path, out_path: str | Path | None = None) ->
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} is not a run folder (it has no config.json)")
     path = Path(out_path) if out_path else folder / REPORT_FILE
-    atomic_write_text(path, run_report_html(folder))
+    atomic_write_text(path, run_report_html(folder, health_file))
     return path
 
 
-def run_report_html(run_dir: str | Path) -> str:
+def run_report_html(run_dir: str | Path, health_file: str | Path | None = None) -> str:
     """The report of a run folder as one HTML document."""
     folder = Path(run_dir)
     summary = read_run_summary(folder)
@@ -81,7 +85,7 @@ def run_report_html(run_dir: str | Path) -> str:
                         [(i.row, f"labelled {i.row.true_class}, model: {i.suggested_class} "
                                  f"{i.suggested_probability:.0%}")
                          for i in possibly_mislabeled(rows)[:THUMBNAILS]], bool(rows)),
-        _health_section(folder),
+        _health_section(Path(health_file) if health_file else None),
         _exports_section(folder),
     ]
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -219,22 +223,23 @@ def _thumbnail(path: str) -> str:
     return f"<img alt='{_e(Path(path).name)}' src='data:image/png;base64,{data}'>"
 
 
-def _health_section(folder: Path) -> str:
-    path = next((p for p in (folder / "health.json", folder.parent / "health.json")
-                 if p.is_file()), None)
-    if path is None:
+def _health_section(path: Path | None) -> str:
+    if path is None or not path.is_file():
         return _section("health", "Data health",
-                        "<p class='muted'>No health check was saved with this run.</p>")
+                        "<p class='muted'>No health check of the data folder was found "
+                        "(workbench scan --health, or Check health in the app).</p>")
     try:
         findings = json.loads(path.read_text(encoding="utf-8")).get("findings", [])
-    except (OSError, ValueError, AttributeError) as exc:
-        return _section("health", "Data health", f"<p class='bad'>{_e(path)} is unreadable "
-                                                 f"({_e(type(exc).__name__)})</p>")
-    rows = "".join(f"<tr><td class='l'>{_e(str(f.get('kind', '')))}</td>"
-                   f"<td>{len(f.get('files', []))}</td>"
-                   f"<td class='l'>{_e(str(f.get('reason', '')))}</td></tr>" for f in findings)
-    body = ("<table><tr><th class='l'>finding</th><th>files</th><th class='l'>reason</th></tr>"
-            f"{rows}</table>") if findings else "<p class='good'>No findings.</p>"
+        rows = "".join(
+            f"<tr><td class='l'>{_e(str(f.get('title') or f.get('kind', '')))}</td>"
+            f"<td>{len(f.get('items', []))}</td>"
+            f"<td class='l'>{_e(str(f.get('explanation', '')))}</td></tr>" for f in findings)
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        return _section("health", "Data health", f"<p class='bad'>{_e(str(path))} is "
+                                                 f"unreadable ({_e(type(exc).__name__)})</p>")
+    body = ("<table><tr><th class='l'>finding</th><th>cases</th><th class='l'>why it matters"
+            f"</th></tr>{rows}</table><p class='muted'>From {_e(str(path))}.</p>"
+            if findings else "<p class='good'>The health check found no problem.</p>")
     return _section("health", "Data health", body)
 
 

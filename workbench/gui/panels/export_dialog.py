@@ -45,9 +45,10 @@ def _export_and_measure(model_file: str, out_path: str, export_format: str) -> o
 
 
 def _write_report(run_dir: str) -> str:
+    from workbench.core.data.cache_folder import health_report_of_run
     from workbench.core.runs.run_report import write_run_report
 
-    return str(write_run_report(run_dir))
+    return str(write_run_report(run_dir, health_file=health_report_of_run(run_dir)))
 
 
 class ExportDialog(QDialog):

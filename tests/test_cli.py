@@ -194,13 +194,14 @@ def test_probe_times_the_cpu_rows_and_saves_the_fastest(tmp_path):
                      "--save-config", "fastest.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stderr.splitlines() if line.startswith("  float32")]
-    assert len(rows) == 4 and all("images/s" in row for row in rows)
+    assert len(rows) == 2 and all("channels_last off" in row and "images/s" in row
+                                  for row in rows)
     assert result.stdout.splitlines()[0].split()[:2] == ["precision", "channels_last"]
     fastest = next(line for line in result.stdout.splitlines() if "<- fastest" in line)
     saved = json.loads((tmp_path / "fastest.json").read_text())
     assert saved["amp"] is False
     assert saved["batch_size"] == int(fastest.split()[2])
-    assert saved["channels_last"] is True  # unchanged: a CPU run does not use it
+    assert saved["channels_last"] is True  # unchanged: not measured, a CPU run does not use it
 
     result = run_cli("probe", "--data-root", str(data), "--device", "cpu",
                      "--batch-sizes", "4,x", cwd=tmp_path)

@@ -25,10 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(handler=_cmd_export)
 
     predict = sub.add_parser("predict", help="classify images with a trained or exported model")
-    predict.add_argument("model", help="best_model.pt, a checkpoint, or an exported TorchScript "
-                                        "file; TorchScript is a program and runs when loaded, "
-                                        "so use only files you trust")
-    predict.add_argument("images", nargs="+", help="image files or folders of images")
+    predict.add_argument("model", help="best_model.pt, a checkpoint, an exported TorchScript "
+                                        "file or an ONNX export (needs onnxruntime); "
+                                        "TorchScript is a program and runs when loaded, so use "
+                                        "only files you trust")
+    predict.add_argument("images", nargs="+",
+                         help="image files or folders of images; one that is missing or "
+                              "unreadable is reported and the rest are still classified "
+                              "(exit status 1 if any failed)")
     predict.add_argument("--topk", type=int, default=3)
     predict.add_argument("--csv", help="also write the predictions to this CSV file")
     predict.set_defaults(handler=_cmd_predict)
@@ -76,14 +80,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         write_predictions_csv,
     )
 
-    try:
-        images = expand_image_paths(args.images)
-        predictions = predict_images(args.model, images, topk=args.topk)
-    except (ExportError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    images = expand_image_paths(args.images)
     if not images:
         print(f"error: no images in {', '.join(args.images)}", file=sys.stderr)
+        return 2
+    try:
+        predictions = predict_images(args.model, images, topk=args.topk)
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     failed = 0
     for prediction in predictions:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from torchvision.transforms.v2.functional import five_crop
 
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.building import build_model
@@ -38,10 +39,13 @@ def test_grad_cam_of_a_saved_model(tmp_path, model_name):
     mean, std = normalization_for(config)
     grey = config.in_channels == 1
     source = torch.from_numpy(cam.image[:, :, :1] if grey else cam.image).permute(2, 0, 1)
-    inputs = (source.float()[None] / 255 - torch.tensor(mean).view(1, -1, 1, 1)) \
+    # The class and probability are the run's prediction, as predictions.csv has them: the
+    # logits of the config's five 40 px crops (torchvision's five_crop) averaged.
+    crops = torch.stack(five_crop(source, [40, 40]))
+    inputs = (crops.float() / 255 - torch.tensor(mean).view(1, -1, 1, 1)) \
         / torch.tensor(std).view(1, -1, 1, 1)
     with torch.no_grad():
-        probabilities = model(inputs).softmax(dim=1)[0]
+        probabilities = model(inputs).mean(dim=0).softmax(dim=0)
     assert cam.class_name == "abc"[int(probabilities.argmax())]
     assert cam.probability == pytest.approx(float(probabilities.max()), abs=1e-5)
     other = grad_cam_from_model_file(model_file, image, class_name="abc".replace(

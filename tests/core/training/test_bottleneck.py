@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from workbench.core.runs.config import TrainConfig
@@ -61,12 +63,52 @@ def test_advice_leaves_out_what_is_already_done():
 
 
 def test_images_kept_on_the_device_get_no_loader_advice():
-    config = TrainConfig(workers=1, cache_images=False, crop_size=28, resize_size=32)
+    config = TrainConfig(model="small_cnn", weights="none", finetune="full", workers=1,
+                         cache_images=False, crop_size=56, resize_size=64)
     diagnosis = diagnose(epoch_of(0.6, 0.4), config, device="cpu", cpu_count=8,
                          images_on_device=True)
     assert diagnosis.kind == INPUT_BOUND
-    assert diagnosis.advice == ("a smaller crop_size (now 28) or a GPU: the images already "
-                                "stay on the device and are cropped there",)
+    assert diagnosis.advice == (
+        "a smaller crop_size (now 56; small_cnn is made for 28)",
+        "a CUDA GPU: the images already stay on the device and are cropped there")
+
+
+@pytest.mark.parametrize(("model", "crop_size"), [("small_cnn", 28), ("small_cnn", 20),
+                                                  ("resnet18", 224), ("resnet18", 64)])
+def test_no_smaller_crop_is_advised_at_or_below_the_models_native_size(model, crop_size):
+    # The digits CNN at its native 28 px (or below): cropping smaller only loses the digit.
+    config = TrainConfig(model=model, weights="none", finetune="full", crop_size=crop_size,
+                         resize_size=crop_size)
+    on_cpu = diagnose(epoch_of(0.6, 0.4), config, device="cpu", images_on_device=True)
+    assert on_cpu.advice == ("a CUDA GPU: the images already stay on the device and are "
+                             "cropped there",)
+    on_gpu = diagnose(epoch_of(0.6, 0.4), config, device="cuda:0", images_on_device=True)
+    assert on_gpu.advice == () and "Try:" not in on_gpu.sentence
+
+
+def test_random_weights_are_not_advised_to_fine_tune_the_last_layer_only():
+    for model in ("resnet18", "small_cnn"):
+        random = TrainConfig(model=model, weights="none", finetune="full")
+        diagnosis = diagnose(epoch_of(0.0, 0.3), random, device="cpu")
+        assert diagnosis.kind == COMPUTE_BOUND
+        assert not any("last_layer" in a for a in diagnosis.advice), diagnosis.advice
+    pretrained = TrainConfig(model="resnet18", weights="imagenet", finetune="full")
+    assert any("finetune last_layer" in a
+               for a in diagnose(epoch_of(0.0, 0.3), pretrained, device="cpu").advice)
+
+
+def test_the_speed_is_the_steps_images_over_their_seconds():
+    # Known answer: 32-image steps alternating 0.05 s and 0.35 s (waits included) make
+    # 64 images every 0.4 s, 160 images/s; the mean of the step rates would be 366.
+    steps = []
+    for number in range(1, 11):
+        seconds = 0.05 if number % 2 else 0.35
+        steps.append(dataclasses.replace(step(1, number, 0.002, seconds - 0.002,
+                                              speed=32 / seconds), images=32))
+    diagnosis = diagnose(steps, TrainConfig(), device="cpu")
+    assert diagnosis.kind == COMPUTE_BOUND
+    assert diagnosis.images_per_second == pytest.approx(160.0)
+    assert "(160 images/s)" in diagnosis.sentence
 
 
 def test_warm_up_steps_of_every_epoch_are_ignored():

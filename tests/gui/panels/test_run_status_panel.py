@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import re
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
@@ -105,18 +107,58 @@ def test_a_real_run_in_the_window_ends_with_advice_naming_its_settings(qtbot, ti
 
     text = window.status_panel.bottleneck_text()
     assert text.split(":")[0] in ("Input-bound", "Compute-bound", "Balanced")
-    # Advice that only the run's own settings can give: the crop size of images kept on the
-    # device, or the full fine-tune.
-    assert "(now " in text or "finetune last_layer" in text, text
+    # The digits CNN from random weights at its native 28 px, images kept on the CPU: the
+    # advice that applies is a GPU; never a smaller crop or a frozen random backbone.
+    assert "CUDA GPU" in text, text
+    assert "crop_size" not in text and "last_layer" not in text, text
+    speed = window.status_panel.speed_label.text()
+    assert re.fullmatch(r"[\d,]+ images/s \(epoch 1: val accuracy [\d.]+%, [\d.]+ s\)", speed)
+    if text.startswith("Compute-bound"):
+        assert f"({speed.split(' images/s')[0]} images/s)" in text
     assert window.status_panel.device_label.text().endswith(
         "(float32, images kept on the device, no loader processes)")
+
+
+def timed_step(epoch: int, number: int, wait: float, compute: float, images: int = 32
+               ) -> StepStats:
+    """A step as the engine reports it: its batch, its seconds and its own (smoothed) rate."""
+    return dataclasses.replace(step(epoch, number, wait, compute), images=images,
+                               images_per_second=images / (wait + compute))
+
+
+def test_the_speed_and_the_bottleneck_figure_come_from_one_measurement(qtbot):
+    panel = RunStatusPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_run_config(TrainConfig(model="small_cnn", weights="none", finetune="full"))
+    # A resumed run: epoch 4 of 12, whose first steps wait for the loader to start.
+    panel.show_run_start(dataclasses.replace(run_start("cpu", "float32"), start_epoch=3,
+                                             epochs=12))
+    panel.show_step(timed_step(4, 1, 4.0, 0.05))
+    panel.show_step(timed_step(4, 2, 4.0, 0.05))
+    panel.show_step(timed_step(4, 3, 0.002, 0.048))
+    assert panel.speed_label.text() == "640 images/s"  # 32 images in 0.05 s
+    assert "(640 images/s)" in panel.bottleneck_text()
+    for number in range(4, 11):  # 0.05 s and 0.35 s steps in turn
+        seconds = 0.05 if number % 2 else 0.35
+        panel.show_step(timed_step(4, number, 0.002, seconds - 0.002))
+    # The epoch as a whole, loader start-up included, ran at 23 images/s.
+    panel.show_epoch_end(dataclasses.replace(epoch_end(4), epochs=12, images_per_second=23.0,
+                                             epoch_seconds=13.9, val_accuracy=0.875))
+
+    # Known answer: steps 3-10 move 8 x 32 images in 4 x 0.05 + 4 x 0.35 s = 160 images/s
+    # (the mean of their rates would be 366).
+    assert panel.speed_label.text() == "160 images/s (epoch 4: val accuracy 87.5%, 13.9 s)"
+    assert panel.bottleneck_text().startswith("Compute-bound: the CPU computes 99% of the "
+                                              "time (160 images/s)")
 
 
 def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):
     panel = RunStatusPanel()
     qtbot.addWidget(panel)
     panel.diagnosis_interval_s = math.inf
-    panel.set_run_config(TrainConfig(workers=0, cache_images=False, crop_size=28))
+    panel.set_run_config(TrainConfig(workers=0, cache_images=False, resize_size=320,
+                                     crop_size=320))
     panel.show_run_start(run_start("cpu", "float32", images_on_device=True))
     assert panel.device_label.text().endswith(
         "(float32, images kept on the device, no loader processes)")
@@ -124,7 +166,8 @@ def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):
         panel.show_step(step(1, number, 0.62, 0.38))
     text = panel.bottleneck_text()
     assert text.startswith("Input-bound")
-    assert "a smaller crop_size (now 28) or a GPU" in text and "loader workers" not in text
+    assert "a smaller crop_size (now 320; resnet18 is made for 224)" in text
+    assert "loader workers" not in text
 
 
 def test_the_throttling_line_says_when_a_hot_card_slows_the_run(qtbot):

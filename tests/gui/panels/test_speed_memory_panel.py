@@ -47,7 +47,12 @@ def test_the_window_probes_on_a_click_and_applies_the_fastest(qtbot, tmp_path):
         qtbot.mouseClick(measurements.probe_button, Qt.MouseButton.LeftButton)
         assert not measurements.probe_button.isEnabled()  # the click returned; it runs on
     result = finished.args[0]
-    assert len(result.rows) == 4  # float32 x channels_last off/on x batch 4 and 8
+    # float32 at batch 4 and 8, in the layout a CPU run uses: nothing it would not apply.
+    assert [(row.channels_last, row.batch_size) for row in result.rows] == [(False, 4),
+                                                                            (False, 8)]
+    table = measurements.probe_label.text().splitlines()
+    assert len(table) == 3 and all(line.split()[1] == "off" for line in table[1:])
+    assert "channels_last was not measured" in measurements.probe_summary.text()
     fastest = result.fastest
     config = window.config_form.config()
     assert (config.amp, config.channels_last, config.batch_size) == \

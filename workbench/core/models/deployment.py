@@ -117,14 +117,10 @@ def export_and_measure(model_file: str | Path, out_path: str | Path, export_form
 
 
 def _verification_text(exported: ExportResult, export_format: str) -> str:
-    if export_format == "torchscript":
-        return (f"verified: reloaded max abs diff {exported.max_abs_diff:.2e}, fresh process "
-                f"max abs diff {exported.subprocess_max_abs_diff:.2e}")
-    checked = (f"onnxruntime in a fresh process, max abs diff "
-               f"{exported.subprocess_max_abs_diff:.2e} ({exported.method})")
-    if export_format == "onnx":
-        return f"verified: {checked}"
-    return f"made from a float32 ONNX export verified by {checked}"
+    said = f"verified ({exported.method}): {exported.verification}"
+    if export_format in ("onnx-int8", "onnx-fp16"):
+        return f"made from a float32 ONNX export {said}"
+    return said
 
 
 def _preprocessing_of(config: TrainConfig) -> dict:

@@ -86,16 +86,32 @@ class PreprocessingClassifier(nn.Module):
 
 @dataclass
 class ExportResult:
-    """A written and verified export; diffs are max |logit difference| against the eager model."""
+    """A written and verified export; diffs are max |logit difference| against the eager model.
+
+    ``max_abs_diff`` is measured on the file reloaded in this process (None when it was not:
+    an ONNX export is checked only by onnxruntime in a fresh process),
+    ``subprocess_max_abs_diff`` in a fresh Python process. ``verification`` says both, each
+    only where it was measured.
+    """
 
     path: str
-    max_abs_diff: float
+    max_abs_diff: float | None
     subprocess_max_abs_diff: float
     class_names: list[str]
     input_size: int
     seconds: float
     method: str = "script"
     note: str = ""
+
+    @property
+    def verification(self) -> str:
+        """What was checked, e.g. 'max |difference| from the trained model: 1.2e-06 reloaded
+        here, 1.2e-06 in a fresh process'."""
+        checks = [] if self.max_abs_diff is None else [f"{self.max_abs_diff:.2e} reloaded here"]
+        fresh = "with onnxruntime in a fresh process" if self.method.startswith("onnx") \
+            else "in a fresh process"
+        checks.append(f"{self.subprocess_max_abs_diff:.2e} {fresh}")
+        return f"max |difference| from the trained model: {', '.join(checks)}"
 
 
 @dataclass

@@ -4,7 +4,10 @@ The gradient of the class score with respect to the last convolutional feature m
 over each map, weighs those maps; their ReLU'd sum, scaled up to the image, is the heat map.
 The layer is ResNet18's last convolutional block (``layer4``) and the small CNN's last
 convolution. The whole resized image goes through the network (both models pool adaptively),
-so the map covers the picture the user sees, not one crop of it.
+so the map covers the picture the user sees, not one crop of it. The class and probability it
+names are the run's own prediction, made as predictions.csv's is: the evaluation crops'
+logits averaged, then the softmax. The whole image would give another figure, and the
+caption would contradict the gallery beside it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torchvision
 from torch import Tensor, nn
 
 from workbench.core.data.image_cache import load_image_uint8
-from workbench.core.data.transforms import normalization_for
+from workbench.core.data.transforms import build_eval_transform, normalization_for
 from workbench.core.models.building import SmallCNN
 from workbench.core.models.checkpoint_format import load_model_file
 from workbench.core.runs.config import TrainConfig
@@ -37,7 +40,8 @@ class GradCam:
         image: the image as the model saw it, uint8 ``HxWx3`` (gray images repeated to RGB).
         heatmap: float32 ``HxW`` in 0..1, 1 where the class evidence is strongest.
         class_name: the class the map explains.
-        probability: the model's probability of that class on this image.
+        probability: the model's probability of that class for this image, from its
+            evaluation crops as predictions.csv has it.
     """
 
     path: str
@@ -115,14 +119,28 @@ def grad_cam_for_image(model: nn.Module, class_names: list[str], config: TrainCo
     mean, std = normalization_for(config)
     mean_t = torch.tensor(mean).view(1, -1, 1, 1)
     std_t = torch.tensor(std).view(1, -1, 1, 1)
+    probabilities = crop_probabilities(model, image, config, mean_t, std_t)
+    index = int(probabilities.argmax()) if class_name is None else class_names.index(class_name)
     inputs = (image.unsqueeze(0).float() / 255.0 - mean_t) / std_t
-    index = None if class_name is None else class_names.index(class_name)
-    cam, index, probability = class_activation_map(model, inputs, index)
+    cam, _, _ = class_activation_map(model, inputs, index)
     rgb = image.permute(1, 2, 0).numpy()
     if rgb.shape[2] == 1:
         rgb = np.repeat(rgb, 3, axis=2)
     return GradCam(str(image_path), np.ascontiguousarray(rgb), cam.numpy().astype(np.float32),
-                   class_names[index], probability)
+                   class_names[index], float(probabilities[index]))
+
+
+def crop_probabilities(model: nn.Module, image: Tensor, config: TrainConfig, mean: Tensor,
+                       std: Tensor) -> Tensor:
+    """Class probabilities of a decoded uint8 ``[C,H,W]`` image as the run's evaluation gives
+    them: its evaluation crops (centre, five or ten) through the model in eval mode, their
+    logits averaged, then the softmax."""
+    crops = build_eval_transform(config)(image)
+    crops = crops if crops.dim() == 4 else crops.unsqueeze(0)
+    model.eval()
+    with torch.no_grad():
+        logits = model((crops.float() / 255.0 - mean) / std)
+    return logits.float().mean(dim=0).softmax(dim=0)
 
 
 def grad_cam_from_model_file(model_file: str | Path, image_path: str | Path,

@@ -4,7 +4,9 @@ The graph takes uint8 crops ``[N, C, H, W]`` (0..255, any batch size) and does t
 the preprocessing itself (to float, /255, normalise), so a caller in C++ or any onnxruntime
 binding only resizes and crops. Class names and the preprocessing are in the model's
 metadata (``class_names``, ``preprocessing``, both JSON). Before the file replaces the target
-it is run by onnxruntime in a fresh Python process and compared with the eager model.
+it is run by onnxruntime in a fresh Python process and compared with the eager model; that is
+the one check it reports (``ExportResult.max_abs_diff`` is None: nothing ran it here).
+``load_onnx_export`` loads such a file to classify with, as ``workbench predict`` does.
 
 onnx, onnxscript and onnxruntime are the optional extra ``workbench[onnx]``; without them the
 export says what to install.
@@ -18,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,7 +29,7 @@ from torch import Tensor, nn
 import workbench
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
-from workbench.core.models.export import ExportResult
+from workbench.core.models.export import ExportedModel, ExportResult
 from workbench.core.models.export_files import (
     TOLERANCE,
     ExportError,
@@ -38,6 +41,7 @@ from workbench.core.models.export_files import (
 from workbench.core.runs.config import TrainConfig
 
 OPSET = 18
+ONNX_EXPORT_FORMAT = "workbench-onnx"
 INPUT_NAME = "images"
 OUTPUT_NAME = "logits"
 
@@ -103,7 +107,7 @@ def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfi
         publish_export(temp, path)
     finally:
         temp.unlink(missing_ok=True)
-    return ExportResult(str(path), diff, diff, list(class_names), config.crop_size,
+    return ExportResult(str(path), None, diff, list(class_names), config.crop_size,
                         time.perf_counter() - started, method=f"onnx opset {opset}",
                         note="checked with onnxruntime in a fresh Python process")
 
@@ -119,6 +123,66 @@ def export_model_file_onnx(model_file: str | Path, out_path: str | Path) -> Expo
     except CheckpointError as exc:
         raise ExportError(f"cannot export: {exc}") from exc
     return export_onnx(model, class_names, config, out_path)
+
+
+class OnnxClassifier:
+    """An ONNX export run by onnxruntime, called like the TorchScript module: uint8 crops
+    ``[N, C, H, W]`` in, logits ``[N, classes]`` out (torch tensors)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.input_name = session.get_inputs()[0].name
+
+    def __call__(self, images: Tensor) -> Tensor:
+        (logits,) = self.session.run(None, {self.input_name: images.contiguous().numpy()})
+        return torch.from_numpy(logits)
+
+
+def is_onnx_file(path: str | Path) -> bool:
+    """Named ``.onnx``, or starting as an ONNX ModelProto does (field 1, ``ir_version``: the
+    byte 0x08); TorchScript files and checkpoints are zip archives ('PK')."""
+    path = Path(path)
+    if path.suffix.lower() == ".onnx":
+        return True
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(1) == b"\x08"
+    except OSError:
+        return False
+
+
+def load_onnx_export(path: str | Path) -> ExportedModel:
+    """A workbench ONNX export, ready to classify with onnxruntime on the CPU.
+
+    Raises:
+        ExportError: onnxruntime is missing, or the file is missing, damaged, or not a
+            workbench export (no class names and preprocessing in its metadata).
+    """
+    path = Path(path)
+    if not path.is_file():
+        kind = "a folder, not a file" if path.is_dir() else "missing"
+        raise ExportError(f"ONNX model '{path}' is {kind}")
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ExportError(f"'{path}' is an ONNX model; running it needs onnxruntime: pip "
+                          "install 'workbench[onnx]' (or pip install onnxruntime)") from None
+    try:
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own error types for a bad file
+        text = str(exc).strip().splitlines()
+        raise ExportError(f"'{path}' is not an ONNX model or is damaged "
+                          f"({text[0] if text else type(exc).__name__})") from exc
+    metadata = session.get_modelmeta().custom_metadata_map
+    try:
+        class_names = json.loads(metadata["class_names"])
+        preprocessing = json.loads(metadata["preprocessing"])
+    except (KeyError, ValueError):
+        raise ExportError(f"'{path}' is ONNX but not a workbench export (its metadata has no "
+                          "readable class_names and preprocessing)") from None
+    if not isinstance(preprocessing, dict) or preprocessing.get("format") != ONNX_EXPORT_FORMAT:
+        raise ExportError(f"'{path}' is ONNX but not a workbench export")
+    return ExportedModel(OnnxClassifier(session), list(class_names), preprocessing)
 
 
 def _require_onnx_packages() -> None:
@@ -165,7 +229,7 @@ def _add_metadata(path: Path, class_names: Sequence[str], preprocessing: dict) -
 def _preprocessing(config: TrainConfig, mean: Sequence[float], std: Sequence[float],
                    num_classes: int, opset: int) -> dict:
     return {
-        "format": "workbench-onnx", "version": 1, "model": config.model,
+        "format": ONNX_EXPORT_FORMAT, "version": 1, "model": config.model,
         "num_classes": num_classes, "in_channels": config.in_channels,
         "resize_size": config.resize_size, "crop_size": config.crop_size,
         "crop_mode": config.crop_mode, "input_layout": "NCHW", "input_dtype": "uint8",

@@ -1,5 +1,6 @@
-"""Classify images with a trained model (best_model.pt, a checkpoint) or an exported TorchScript
-file, preprocessing them as training did; folders are expanded to their images."""
+"""Classify images with a trained model (best_model.pt, a checkpoint), an exported TorchScript
+file or an ONNX export, preprocessing them as training did; folders are expanded to their
+images. Each image that cannot be read gets its own error; the others are still classified."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from workbench.core.models.export import (
     PreprocessingClassifier,
     load_exported,
 )
+from workbench.core.models.onnx_export import is_onnx_file, load_onnx_export
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.config import TrainConfig
 
@@ -63,11 +65,14 @@ def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Ten
 
 def load_classifier(model_path: str | Path) -> ExportedModel:
     """A model to classify with: a workbench model file (best_model.pt or a checkpoint, loaded
-    safely with its weights only) or, failing that, a workbench TorchScript export.
+    safely with its weights only), a workbench TorchScript export or a workbench ONNX export
+    (run with onnxruntime; class names and preprocessing from its metadata).
 
     Raises:
-        ExportError: The file is neither; the message gives both reasons.
+        ExportError: The file is none of them; the message gives the reasons.
     """
+    if is_onnx_file(model_path):
+        return load_onnx_export(model_path)
     try:
         model, class_names, config = load_model_file(model_path)
     except CheckpointError as not_a_model_file:
@@ -87,8 +92,8 @@ def load_classifier(model_path: str | Path) -> ExportedModel:
 def expand_image_paths(paths: Sequence[str | Path]) -> list[str]:
     """Image files as given, folders replaced by the images in them (recursively, sorted).
 
-    Raises:
-        FileNotFoundError: A path does not exist; the message names it.
+    A path that does not exist is kept as given: its prediction then says so, and the other
+    images are still classified.
     """
     expanded: list[str] = []
     for path in map(Path, paths):
@@ -97,10 +102,8 @@ def expand_image_paths(paths: Sequence[str | Path]) -> list[str]:
                      for name in names if name.lower().endswith(IMG_EXTENSIONS)
                      and not name.startswith(".")]
             expanded.extend(sorted(found))
-        elif path.exists():
-            expanded.append(str(path))
         else:
-            raise FileNotFoundError(f"{path}: no such file or folder")
+            expanded.append(str(path))
     return expanded
 
 
@@ -163,7 +166,9 @@ def _predict_chunk(exported: ExportedModel, paths: list[str], topk: int) -> list
             crops.append(image_crops(prediction.path, exported.preprocessing))
             readable.append(prediction)
         except ImageDecodeError as exc:
-            prediction.error = f"cannot read image: {exc.reason}"
+            missing = not os.path.exists(prediction.path)
+            prediction.error = "no such file or folder" if missing else \
+                f"cannot read image: {exc.reason}"
     if not crops:
         return predictions
     crops_per_image = crops[0].shape[0]

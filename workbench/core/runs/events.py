@@ -61,6 +61,8 @@ class StepStats:
     # NVML's clock-throttle reason bits; whether a laptop runs on its battery.
     gpu_throttle_reasons: int | None = None
     on_battery: bool | None = None
+    # Images in this step's batch (0 in logs written before it was recorded).
+    images: int = 0
 
     @property
     def data_wait_fraction(self) -> float:

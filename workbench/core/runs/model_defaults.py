@@ -36,6 +36,13 @@ RANDOM_FROZEN_BACKBONE = (
     "network, which learns next to nothing")
 
 
+def native_crop_size(model: str) -> int | None:
+    """The crop a model is made for (small_cnn's 28 px digits, resnet18's 224 px ImageNet
+    crops), None for a model without defaults. Advice to crop smaller stops there."""
+    size = MODEL_DEFAULTS.get(model, {}).get("crop_size")
+    return int(size) if size is not None else None
+
+
 def apply_model_defaults(config: TrainConfig, explicit: Collection[str] = ()) -> TrainConfig:
     """``config`` with its model's defaults in every field not named in ``explicit``."""
     defaults = MODEL_DEFAULTS.get(config.model, {})

@@ -1,5 +1,6 @@
 """Error analysis of a run's predictions.csv: per-class figures, a confusion cell's images,
-the top losses and the images that are possibly mislabeled.
+the top losses and the images that are possibly mislabeled (the model gives another class
+at least a stated probability).
 
 Everything here works on ``PredictionRow`` lists, so a notebook can use it as well as the app.
 The predictions are of the validation images, which the model never trained on: the
@@ -13,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from workbench.core.runs.predictions_file import PredictionRow
+
+MISLABEL_THRESHOLD = 0.8
+"""Default probability another class must reach for an image's label to be doubted."""
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,11 @@ class ClassFigures:
 
 @dataclass(frozen=True)
 class LabelIssue:
-    """An image whose label the model confidently disagrees with.
+    """An image whose label the model disputes: it gives another class a high probability.
 
     Attributes:
         row: the image's prediction.
-        suggested_class: the class the model confidently assigns it to.
+        suggested_class: the most probable class other than its label.
         suggested_probability: that class's probability.
     """
 
@@ -81,38 +85,23 @@ def top_losses(rows: Sequence[PredictionRow], count: int = 16) -> list[Predictio
     return sorted(finite, key=lambda r: -r.loss)[:count]
 
 
-def class_thresholds(rows: Sequence[PredictionRow]) -> dict[str, float]:
-    """Confident learning's per-class threshold: the mean probability the model gives a
-    class on the images labelled with it (its average self-confidence)."""
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for row in rows:
-        sums[row.true_class] = sums.get(row.true_class, 0.0) + row.true_class_probability
-        counts[row.true_class] = counts.get(row.true_class, 0) + 1
-    return {name: sums[name] / counts[name] for name in sums}
+def possibly_mislabeled(rows: Sequence[PredictionRow],
+                        threshold: float = MISLABEL_THRESHOLD) -> list[LabelIssue]:
+    """Images whose label the model confidently disputes, most confident first.
 
-
-def possibly_mislabeled(rows: Sequence[PredictionRow]) -> list[LabelIssue]:
-    """Images the model confidently assigns to another class, most doubtful label first.
-
-    As in confident learning (Northcutt et al., 2021): a class counts as confidently assigned
-    when its probability reaches the class's threshold (``class_thresholds``); an image is
-    listed when the most probable confidently assigned class is not its label and the
-    prediction disagrees with the label too (cleanlab's ``filter_by="both"``). Only the top
-    classes of predictions.csv are considered, which are the ones that can reach a
-    threshold in practice.
+    The rule: an image is listed when the model gives a class other than its label a
+    probability of at least ``threshold``. The probabilities are out of sample (validation
+    images the model never trained on), as confident learning asks. An image the model
+    predicts as its own label is never listed.
     """
-    thresholds = class_thresholds(rows)
     issues = []
     for row in rows:
         if row.correct:
             continue
-        confident = [(p, name) for name, p in row.top if p >= thresholds.get(name, math.inf)]
-        if row.true_class_probability >= thresholds.get(row.true_class, math.inf):
-            confident.append((row.true_class_probability, row.true_class))
-        if not confident:
+        others = [(p, name) for name, p in row.top if name != row.true_class]
+        if not others:
             continue
-        probability, name = max(confident)
-        if name != row.true_class:
+        probability, name = max(others)
+        if probability >= threshold:
             issues.append(LabelIssue(row, name, probability))
-    return sorted(issues, key=lambda i: (i.row.true_class_probability, -i.suggested_probability))
+    return sorted(issues, key=lambda issue: -issue.suggested_probability)

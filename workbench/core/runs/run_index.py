@@ -43,8 +43,10 @@ class RunSummary:
         epochs: epochs asked for.
         seconds: wall time of the run (to its last event when it has not ended).
         device: the device it trained on.
-        status: 'completed', 'cancelled', 'failed', 'running' or 'unfinished' (stopped without
-            an end, e.g. killed).
+        status: how the run's latest attempt ended: 'completed', 'cancelled' or 'failed'
+            from its end record; without one, 'running' (its log changed recently) or
+            'interrupted' (killed, crashed or powered off). An end record an earlier attempt
+            wrote before a resume says nothing about the resumed attempt.
         config: the run's config as written in config.json.
     """
 
@@ -121,7 +123,7 @@ def read_run_summary(run_dir: str | os.PathLike[str]) -> RunSummary:
     events = _summary_events(folder)
     start = next((e for e in events if e["event"] == "RunStart"), {})
     epochs = [e for e in events if e["event"] == "EpochEnd"]
-    end = next((e for e in reversed(events) if e["event"] == "RunEnd"), None)
+    end = _end_of_latest_attempt(events)
     # An epoch none of whose validation images decoded has a NaN accuracy: max() would
     # return it when it comes first, hiding the best epoch.
     accuracies = (_number(e.get("val_accuracy")) for e in epochs)
@@ -211,6 +213,17 @@ def _summary_events(folder: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _end_of_latest_attempt(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The RunEnd written after the last RunStart, None when that attempt has none (a resumed
+    run appends to the same log, so an earlier attempt's end is still in it)."""
+    for event in reversed(events):
+        if event["event"] == "RunEnd":
+            return event
+        if event["event"] == "RunStart":
+            return None
+    return None
+
+
 def _duration(folder: Path, created: str, end: dict[str, Any] | None) -> float:
     if end is not None and end.get("seconds") is not None:
         return float(end["seconds"])
@@ -225,8 +238,8 @@ def _status_without_end(folder: Path) -> str:
     try:
         age = time.time() - (folder / METRICS_FILE).stat().st_mtime
     except OSError:
-        return "unfinished"
-    return "running" if age < RUNNING_IF_WRITTEN_WITHIN_S else "unfinished"
+        return "interrupted"
+    return "running" if age < RUNNING_IF_WRITTEN_WITHIN_S else "interrupted"
 
 
 def _number(value: Any) -> float:
@@ -238,7 +251,7 @@ def best_epoch_events(run_dir: str | os.PathLike[str]) -> tuple[Any, Any, Any]:
     showing a finished run's results again."""
     events = _summary_events(Path(run_dir))
     start = next((e for e in events if e["event"] == "RunStart"), None)
-    end = next((e for e in reversed(events) if e["event"] == "RunEnd"), None)
+    end = _end_of_latest_attempt(events)
     epochs = [e for e in events if e["event"] == "EpochEnd"]
     best = None
     if epochs:

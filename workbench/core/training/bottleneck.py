@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import StepStats
+from workbench.core.runs.model_defaults import native_crop_size
 
 WARMUP_STEPS = 2
 """Steps at the start of every epoch that are left out (loader start-up, cuDNN autotuning)."""
@@ -34,7 +35,11 @@ UNKNOWN = "unknown"
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """What limits the run. ``advice`` lists the changes most likely to help, best first."""
+    """What limits the run. ``advice`` lists the changes most likely to help, best first.
+
+    ``images_per_second`` is the measured steps' images over their seconds (waiting plus
+    computing): the one speed figure to show beside the diagnosis.
+    """
 
     kind: str
     data_wait_share: float
@@ -92,25 +97,34 @@ def diagnose(
     wait = sum(s.data_wait_s for s in measured)
     total = wait + sum(s.compute_s for s in measured)
     share = wait / total if total > 0 else 0.0
-    speed = sum(s.images_per_second for s in measured) / len(measured)
     on_gpu = device.startswith("cuda") or measured[-1].memory_total is not None
     device = device or ("cuda" if on_gpu else "cpu")
     cpus = cpu_count or os.cpu_count() or 1
     if share >= INPUT_BOUND_SHARE:
-        kind, advice = INPUT_BOUND, _input_advice(config, cpus, images_on_device)
+        kind, advice = INPUT_BOUND, _input_advice(config, cpus, images_on_device, on_gpu)
     elif share <= COMPUTE_BOUND_SHARE:
         kind, advice = COMPUTE_BOUND, _compute_advice(config, measured, on_gpu)
     else:
-        kind, advice = BALANCED, _input_advice(config, cpus, images_on_device)[:1]
-    return Diagnosis(kind, share, speed, len(measured), device, tuple(advice))
+        kind = BALANCED
+        advice = _input_advice(config, cpus, images_on_device, on_gpu)[:1]
+    return Diagnosis(kind, share, _images_per_second(measured, total), len(measured), device,
+                     tuple(advice))
 
 
-def _input_advice(config: TrainConfig | None, cpus: int, images_on_device: bool) -> list[str]:
+def _images_per_second(steps: Sequence[StepStats], seconds: float) -> float:
+    """Images over seconds of ``steps``: slow steps weigh by their time, as they do in the
+    epoch (a mean of per-step rates would let a few fast steps hide the waits). Logs written
+    before steps recorded their image count fall back to the mean of the steps' rates."""
+    images = sum(s.images for s in steps)
+    if images and all(s.images for s in steps) and seconds > 0:
+        return images / seconds
+    return sum(s.images_per_second for s in steps) / len(steps)
+
+
+def _input_advice(config: TrainConfig | None, cpus: int, images_on_device: bool,
+                  on_gpu: bool) -> list[str]:
     if images_on_device:
-        # No loader: the wait is the batched crop on the device itself.
-        size = f" (now {config.crop_size})" if config is not None else ""
-        return [f"a smaller crop_size{size} or a GPU: the images already stay on the device "
-                "and are cropped there"]
+        return _images_on_device_advice(config, on_gpu)
     if config is None:
         return ["more loader workers", "the image cache (cache_images)",
                 "a smaller resize_size"]
@@ -132,6 +146,20 @@ def _input_advice(config: TrainConfig | None, cpus: int, images_on_device: bool)
     return advice
 
 
+def _images_on_device_advice(config: TrainConfig | None, on_gpu: bool) -> list[str]:
+    """No loader: the wait is the batched crop on the device itself. Only what applies: a
+    smaller crop while the crop is above the model's native size, a GPU when not on one."""
+    advice = []
+    native = native_crop_size(config.model) if config is not None else None
+    if config is None or native is None or config.crop_size > native:
+        now = "" if config is None else f" (now {config.crop_size}" + (
+            f"; {config.model} is made for {native})" if native else ")")
+        advice.append(f"a smaller crop_size{now}")
+    if not on_gpu:
+        advice.append("a CUDA GPU: the images already stay on the device and are cropped there")
+    return advice
+
+
 def _compute_advice(
     config: TrainConfig | None, steps: Sequence[StepStats], on_gpu: bool
 ) -> list[str]:
@@ -146,7 +174,8 @@ def _compute_advice(
         advice.append("mixed precision (amp)")
     if config is not None and on_gpu and not config.channels_last:
         advice.append("channels_last")
-    if config is not None and config.finetune == "full":
+    if config is not None and config.finetune == "full" and config.weights != "none":
+        # With random weights a frozen backbone learns next to nothing (RANDOM_FROZEN_BACKBONE).
         advice.append("finetune last_layer with the feature cache, if its accuracy is enough")
     return advice
 

@@ -41,6 +41,13 @@ class RunPlan:
     notes: tuple[tuple[str, str], ...] = ()
 
 
+def channels_last_applies(device: str) -> bool:
+    """Whether a run on ``device`` uses the channels_last setting: on CUDA only. On the CPU
+    the default layout is kept whatever the setting says (its convolutions gain nothing
+    reliable from it, and the speed probe measures only what a run will use)."""
+    return device.startswith("cuda")
+
+
 def plan_run(
     config: TrainConfig,
     device: str,
@@ -57,7 +64,6 @@ def plan_run(
             in tests).
     """
     notes: list[tuple[str, str]] = []
-    cuda = device.startswith("cuda")
     precision = resolve_precision(config.amp, config.amp_dtype, device, card)
     said = precision_message(precision, config.amp, config.amp_dtype)
     if said:
@@ -76,7 +82,8 @@ def plan_run(
                               "through the loader; images_on_device applies to single runs."))
         images_on_device = False
     return RunPlan(
-        device=device, precision=precision, channels_last=config.channels_last and cuda,
+        device=device, precision=precision,
+        channels_last=config.channels_last and channels_last_applies(device),
         cache_features=cache_features, cache_train_features=cache_train_features,
         images_on_device=images_on_device, notes=tuple(notes),
     )

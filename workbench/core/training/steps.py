@@ -135,7 +135,8 @@ def run_training_steps(
         acc_meter.update(correct / counted if counted else math.nan, counted)
         speed.update(len(raw_labels) / max(done - fetch_started, 1e-9))
         event = _step_event(ctx, step, limit, loss_value, correct, counted, loss_meter,
-                            acc_meter, speed.smoothed, fetched - fetch_started, done - fetched)
+                            acc_meter, speed.smoothed, fetched - fetch_started, done - fetched,
+                            len(raw_labels))
         ctx.callback.on_step(event)
         _watch_throttling(ctx, event, done)
         if ctx.control.cancel_requested:
@@ -213,7 +214,7 @@ def _optimise(
 def _step_event(
     ctx: StepContext, step: int, steps: int, loss: float, correct: int, counted: int,
     loss_meter: SmoothedValue, acc_meter: SmoothedValue, images_per_second: float,
-    data_wait: float, compute: float,
+    data_wait: float, compute: float, images: int,
 ) -> StepStats:
     memory = memory_stats(ctx.device)
     gpu = ctx.gpu_monitor.sample()
@@ -240,6 +241,7 @@ def _step_event(
         gpu_power_w=gpu.power_w,
         gpu_throttle_reasons=gpu.throttle_reasons,
         on_battery=gpu.on_battery,
+        images=images,
     )
 
 

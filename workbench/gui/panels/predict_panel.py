@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from workbench.gui.panels.results.grad_cam_view import GradCamView
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
-MODEL_FILTER = "Models (*.pt *.pth);;All files (*)"
+MODEL_FILTER = "Models (*.pt *.pth *.onnx);;All files (*)"
 
 
 def run_predictions(model_file: str, paths: list[str], topk: int) -> tuple[list, bool]:

@@ -226,10 +226,8 @@ class ResultsPanel(QWidget):
 
     def _on_export_done(self, result: ExportResult) -> None:
         self.export_label.setText(
-            f"Exported {result.path}\nmax |difference| from the trained model: "
-            f"{result.max_abs_diff:.2e} here, {result.subprocess_max_abs_diff:.2e} in a fresh "
-            f"process; {len(result.class_names)} classes, input {result.input_size} px, "
-            f"{result.seconds:.1f} s"
+            f"Exported {result.path}\n{result.verification}; {len(result.class_names)} "
+            f"classes, input {result.input_size} px, {result.seconds:.1f} s"
         )
         self.export_finished.emit(result)
 

@@ -1,6 +1,9 @@
 """Where the run is: epoch and step progress, ETA, speed, the device in use, GPU sensors and
 what limits the speed (input pipeline or compute), with what to change.
 
+The speed and the bottleneck line come from one diagnosis of the recent steps (images over
+their seconds, warm-up steps left out), refreshed together, so the two never disagree.
+
 Progress bars change only when the whole percent changes, and the text labels at most a few
 times a second, so a run with thousands of steps per second still costs the UI almost nothing.
 """
@@ -16,7 +19,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QW
 from workbench.core.devices.throttle_detector import ThrottleWatch, ThroughputSample
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
-from workbench.core.training.bottleneck import WARMUP_STEPS, BottleneckMonitor
+from workbench.core.training.bottleneck import UNKNOWN, WARMUP_STEPS, BottleneckMonitor
 from workbench.gui.widgets.elided_label import ElidedLabel
 
 LABEL_INTERVAL_S = 0.25
@@ -69,6 +72,8 @@ class RunStatusPanel(QWidget):
         self.diagnosis_interval_s = DIAGNOSIS_INTERVAL_S
         self._bottleneck = BottleneckMonitor()
         self._last_diagnosis = -math.inf
+        self._speed_text = "\u2014"
+        self._epoch_note = ""
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.setSpacing(4)
@@ -139,6 +144,7 @@ class RunStatusPanel(QWidget):
         self._bottleneck.device = event.device
         self._bottleneck.images_on_device = event.images_on_device
         self._last_diagnosis = -math.inf
+        self._speed_text, self._epoch_note = "\u2014", ""
         self.bottleneck_label.setText("judged after the first steps\u2026")
         self._started_at = time.monotonic()
         self._first_step_at = None
@@ -183,19 +189,16 @@ class RunStatusPanel(QWidget):
         if now - self._last_label_update < LABEL_INTERVAL_S and event.step != steps:
             return
         self._last_label_update = now
-        self.speed_label.setText(f"{event.images_per_second:,.0f} images/s")
         self.sensors_label.setText(_sensor_text(event))
         self.eta_label.setText(self._eta_text(event, epochs, steps))
 
     def show_epoch_end(self, event: EpochEnd) -> None:
-        """An epoch finished: show its validation accuracy next to the speed."""
+        """An epoch finished: show its validation accuracy and time next to the speed."""
         self._set_progress(self.epoch_bar, 100 * event.epoch // max(1, event.epochs),
                            f"Epoch {event.epoch}/{event.epochs}", force=True)
+        self._epoch_note = (f"epoch {event.epoch}: val accuracy "
+                            f"{100 * event.val_accuracy:.1f}%, {event.epoch_seconds:.1f} s")
         self._update_bottleneck(time.monotonic())
-        self.speed_label.setText(
-            f"{event.images_per_second:,.0f} images/s (epoch {event.epoch}: "
-            f"val accuracy {100 * event.val_accuracy:.1f}%, {event.epoch_seconds:.1f} s)"
-        )
 
     def show_run_end(self, event: RunEnd) -> None:
         """The run is over: say how it ended."""
@@ -221,8 +224,14 @@ class RunStatusPanel(QWidget):
 
     # ------------------------------------------------------------------ refreshes
     def _update_bottleneck(self, now: float) -> None:
+        """The bottleneck line and the speed, from one diagnosis."""
         self._last_diagnosis = now
-        self.bottleneck_label.setText(self._bottleneck.diagnosis().sentence)
+        diagnosis = self._bottleneck.diagnosis()
+        self.bottleneck_label.setText(diagnosis.sentence)
+        if diagnosis.kind != UNKNOWN:
+            self._speed_text = f"{diagnosis.images_per_second:,.0f} images/s"
+        note = f" ({self._epoch_note})" if self._epoch_note else ""
+        self.speed_label.setText(self._speed_text + note)
 
     def _update_throttling(self, event: StepStats, now: float) -> None:
         """The same verdict the run's log gives, from the same figures."""

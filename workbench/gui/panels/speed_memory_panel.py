@@ -54,7 +54,8 @@ class SpeedMemoryPanel(QWidget):
         self.probe_button = QPushButton("Probe speed", self)
         self.probe_button.setToolTip(
             "Time a few real training steps of this model on your images for float32 and mixed "
-            "precision, channels_last off and on, and two batch sizes; apply the fastest.")
+            "precision, channels_last off and on (on a GPU: a CPU run keeps the default layout), "
+            "and two batch sizes; apply the fastest.")
         self.probe_label = QLabel("", self)
         self.probe_label.setWordWrap(False)
         self.probe_label.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))

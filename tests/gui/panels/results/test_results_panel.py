@@ -86,7 +86,13 @@ def test_export_onnx_from_the_results_tab(qtbot, panel, tmp_path, monkeypatch):
     with qtbot.waitSignal(panel.export_finished, timeout=240_000) as exported:
         qtbot.mouseClick(panel.export_onnx_button, Qt.MouseButton.LeftButton)
     assert exported.args[0].path == str(out) and out.is_file()
-    assert exported.args[0].method.startswith("onnx") and exported.args[0].max_abs_diff <= 1e-4
+    result = exported.args[0]
+    assert result.method.startswith("onnx") and result.subprocess_max_abs_diff <= 1e-4
+    # Only the fresh onnxruntime process checked the file: the label claims nothing else.
+    assert result.max_abs_diff is None
+    assert (f"max |difference| from the trained model: {result.subprocess_max_abs_diff:.2e} "
+            "with onnxruntime in a fresh process;") in panel.export_label.text()
+    assert "reloaded here" not in panel.export_label.text()
     qtbot.waitUntil(lambda: not panel.is_exporting())
 
 

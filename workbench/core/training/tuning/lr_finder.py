@@ -3,7 +3,10 @@
 suggested lr where the loss falls fastest.
 
 The model's weights and the optimiser's state (momentum buffers, lr) are saved before and put
-back after, so the test changes nothing a later run starts from.
+back after, so the test changes nothing a later run starts from. The steps run in the run's
+own train mode (``set_train_mode``): with last-layer fine-tuning the frozen backbone's
+BatchNorm keeps its running statistics, as in training, so the sweep tries the network the
+run will train.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import torch
 
+from workbench.core.models.building import set_train_mode
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 
@@ -59,6 +63,7 @@ def lr_range_test(
     steps: int = DEFAULT_STEPS,
     control: RunControl | None = None,
     on_step: Callable[[int, float, float], None] | None = None,
+    finetune: str = "full",
 ) -> LrFinderResult:
     """Train ``steps`` batches with the lr growing from ``start_lr`` to ``end_lr``.
 
@@ -70,6 +75,7 @@ def lr_range_test(
         start_lr, end_lr, steps: the exponential schedule.
         control: its cancel request ends the test early (the state is still restored).
         on_step: called with (step, lr, smoothed loss) after each step.
+        finetune: the run's fine-tune mode, which decides the train mode of each layer.
 
     Returns:
         The lrs and smoothed losses up to the divergence, and the suggestion.
@@ -85,7 +91,7 @@ def lr_range_test(
     losses: list[float] = []
     stopped_early = False
     try:
-        model.train()
+        set_train_mode(model, finetune)
         average, best = 0.0, math.inf
         source = _cycled(batches)
         for step in range(steps):
@@ -189,7 +195,7 @@ def find_lr_for_config(
                               pipeline.class_weights)[0]
 
     return lr_range_test(model, optimizer, _Restartable(prepared), loss_function, start_lr,
-                         end_lr, steps, control, on_step)
+                         end_lr, steps, control, on_step, config.finetune)
 
 
 class _Restartable:

@@ -6,8 +6,9 @@ backward, optimiser step) of the configured model on the user's own images, deco
 as a run would, for every combination of float32 or mixed precision, channels_last off or on,
 and a couple of batch sizes. A combination that runs out of memory is a row saying so.
 
-On the CPU there is no mixed precision worth having, so its rows are float32 with and without
-channels_last at each batch size.
+On the CPU there is no mixed precision worth having, and a run keeps the default memory layout
+(``channels_last_applies``), so its rows are float32 in that layout at each batch size: the
+probe measures only what a run would use, and applies only what it measured.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from workbench.core.devices.selection import resolve_device
 from workbench.core.models.building import apply_finetune_mode, build_model, set_train_mode
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.optimisers import build_optimizer
+from workbench.core.training.plan import channels_last_applies
 from workbench.core.training.precision import (
     FLOAT16,
     FLOAT32,
@@ -77,13 +79,13 @@ class SpeedProbeResult:
         return max(timed, key=lambda row: row.images_per_second) if timed else None
 
     def config_changes(self) -> dict[str, Any]:
-        """The fields that select the fastest row; empty when there is none. A run uses
-        channels_last on CUDA only, so on the CPU that row's layout is shown, not applied."""
+        """The fields that select the fastest row; empty when there is none. Where the
+        layout was not measured (the CPU) the channels_last setting is left as it is."""
         fastest = self.fastest
         if fastest is None:
             return {}
         changes = dict(fastest.config_changes)
-        if not self.device.startswith("cuda"):
+        if not channels_last_applies(self.device):
             del changes["channels_last"]
         return changes
 
@@ -114,11 +116,12 @@ class SpeedProbeResult:
         if fastest is None:
             reasons = sorted({row.error for row in self.rows}) or ["nothing was tried"]
             return f"No combination trained on {self.device}: {', '.join(reasons)}."
-        note = "" if self.device.startswith("cuda") else \
-            " A CPU run does not use channels_last, so only the batch size is applied."
-        return (f"Fastest on {self.device}: {fastest.precision.label}, channels_last "
-                f"{'on' if fastest.channels_last else 'off'}, batch {fastest.batch_size} "
-                f"({fastest.images_per_second:,.1f} images/s).{note}")
+        layout = f", channels_last {'on' if fastest.channels_last else 'off'}" \
+            if channels_last_applies(self.device) else ""
+        note = "" if channels_last_applies(self.device) else \
+            " A CPU run keeps the default memory layout, so channels_last was not measured."
+        return (f"Fastest on {self.device}: {fastest.precision.label}{layout}, batch "
+                f"{fastest.batch_size} ({fastest.images_per_second:,.1f} images/s).{note}")
 
 
 def probe_precisions(device: str) -> tuple[Precision, ...]:
@@ -129,6 +132,11 @@ def probe_precisions(device: str) -> tuple[Precision, ...]:
     card = CardInfo.of_device(device)
     mixed = precision_for_card(card.capability, card.name, amp=True)
     return (FLOAT32, mixed if mixed.autocast else FLOAT16)
+
+
+def probe_layouts(device: str) -> tuple[bool, ...]:
+    """channels_last off and on where a run would use the setting, else the default only."""
+    return (False, True) if channels_last_applies(device) else (False,)
 
 
 def default_batch_sizes(config: TrainConfig) -> tuple[int, ...]:
@@ -162,7 +170,7 @@ def probe_speed(
     images, labels, num_classes, preparer_args = _sample_batch(config, device, max(batch_sizes))
     rows: list[ProbeRow] = []
     for precision in probe_precisions(device):
-        for channels_last in (False, True):
+        for channels_last in probe_layouts(device):
             for batch in batch_sizes:
                 if should_stop is not None and should_stop():
                     return SpeedProbeResult(device, tuple(rows), cancelled=True)

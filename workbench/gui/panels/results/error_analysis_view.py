@@ -1,14 +1,33 @@
 """Galleries of the best epoch's predictions: a confusion cell's images, the top losses and
-the possibly mislabeled images, beside the Grad-CAM of the image last clicked."""
+the possibly mislabeled images, beside the Grad-CAM of the image last clicked.
+
+"Possibly mislabeled" follows one stated rule, shown above its gallery with its threshold:
+the model gives a class other than the image's label at least that probability, on
+validation images it never trained on.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
-from workbench.core.runs.prediction_analysis import cell_rows, possibly_mislabeled, top_losses
+from workbench.core.runs.prediction_analysis import (
+    MISLABEL_THRESHOLD,
+    LabelIssue,
+    cell_rows,
+    possibly_mislabeled,
+    top_losses,
+)
 from workbench.core.runs.predictions_file import PredictionRow
 from workbench.gui.panels.results.grad_cam_view import GradCamView
 from workbench.gui.panels.results.prediction_gallery import PredictionGallery
@@ -35,12 +54,22 @@ class ErrorAnalysisView(QWidget):
         self.cell_gallery = PredictionGallery("Click a confusion-matrix cell to see its images.")
         self.top_losses_gallery = PredictionGallery("The images the model got most wrong.")
         self.mislabeled_gallery = PredictionGallery(
-            "Images the model confidently puts in another class: check their labels "
-            "(double-click opens one).")
+            "Images the model gives another class at least the probability set above: check "
+            "their labels (double-click opens one).")
+        self.mislabel_threshold = QSpinBox(self)
+        self.mislabel_threshold.setObjectName("mislabelThreshold")
+        # Above 50%: an image predicted as its own label can then never be listed.
+        self.mislabel_threshold.setRange(51, 99)
+        self.mislabel_threshold.setSuffix(" %")
+        self.mislabel_threshold.setValue(round(100 * MISLABEL_THRESHOLD))
+        self.mislabel_threshold.setToolTip(
+            "An image is listed when the model gives a class other than its label at least "
+            "this probability. The predictions are of validation images the model never "
+            "trained on (out of sample).")
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.cell_gallery, "Cell images")
         self.tabs.addTab(self.top_losses_gallery, "Top losses")
-        self.tabs.addTab(self.mislabeled_gallery, "Possibly mislabeled")
+        self.tabs.addTab(self._mislabeled_page(), "Possibly mislabeled")
         self.grad_cam = GradCamView(self)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(self.tabs)
@@ -55,6 +84,20 @@ class ErrorAnalysisView(QWidget):
         for gallery in self.galleries():
             gallery.row_chosen.connect(self._on_row_chosen)
         self.grad_cam.errored.connect(self.errored)
+        self.mislabel_threshold.valueChanged.connect(self._on_mislabel_threshold_changed)
+
+    def _mislabeled_page(self) -> QWidget:
+        """The rule with its threshold, above the gallery it fills."""
+        page = QWidget(self)
+        rule = QHBoxLayout()
+        rule.addWidget(QLabel("Listed when the model gives another class at least", page))
+        rule.addWidget(self.mislabel_threshold)
+        rule.addWidget(QLabel("(validation images: out of sample)", page), 1)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 2, 0, 0)
+        layout.addLayout(rule)
+        layout.addWidget(self.mislabeled_gallery, 1)
+        return page
 
     def galleries(self) -> tuple[PredictionGallery, ...]:
         """The three galleries, in tab order."""
@@ -64,17 +107,15 @@ class ErrorAnalysisView(QWidget):
         """Show a new set of predictions; ``model_file`` is what Grad-CAM explains."""
         self._rows = list(rows)
         self._model_file = model_file
-        wrong = sum(not r.correct for r in self._rows)
-        issues = possibly_mislabeled(self._rows)
-        self.hint.setText(f"{len(self._rows)} validation images, {wrong} misclassified, "
-                          f"{len(issues)} possibly mislabeled. Click a matrix cell or an image.")
         self.top_losses_gallery.set_rows(top_losses(self._rows, TOP_LOSSES),
                                          [f"loss {r.loss:.2f}" for r in
                                           top_losses(self._rows, TOP_LOSSES)])
-        self.mislabeled_gallery.set_rows(
-            [i.row for i in issues],
-            [f"maybe {i.suggested_class} {100 * i.suggested_probability:.0f}%" for i in issues])
+        self._update_mislabeled()
         self.cell_gallery.set_rows([])
+
+    def mislabel_threshold_value(self) -> float:
+        """The probability another class must reach for an image to be listed, 0..1."""
+        return self.mislabel_threshold.value() / 100
 
     def set_model_file(self, model_file: str) -> None:
         """The model Grad-CAM uses from now on."""
@@ -93,12 +134,31 @@ class ErrorAnalysisView(QWidget):
         for gallery in self.galleries():
             gallery.set_rows([])
         self.tabs.setTabText(0, "Cell images")
+        self.tabs.setTabText(2, "Possibly mislabeled")
         self.grad_cam.clear()
         self.hint.setText("Predictions appear after the first epoch.")
 
     def rows(self) -> list[PredictionRow]:
         """All predictions shown."""
         return list(self._rows)
+
+    def _on_mislabel_threshold_changed(self, _percent: int) -> None:
+        self._update_mislabeled()
+
+    def _update_mislabeled(self) -> None:
+        issues: list[LabelIssue] = possibly_mislabeled(self._rows,
+                                                       self.mislabel_threshold_value())
+        self.mislabeled_gallery.set_rows(
+            [i.row for i in issues],
+            [f"maybe {i.suggested_class} {100 * i.suggested_probability:.0f}%" for i in issues])
+        self.tabs.setTabText(2, f"Possibly mislabeled ({len(issues)})")
+        if not self._rows:
+            return
+        wrong = sum(not r.correct for r in self._rows)
+        self.hint.setText(
+            f"{len(self._rows)} validation images, {wrong} misclassified, {len(issues)} "
+            f"possibly mislabeled (another class at least "
+            f"{self.mislabel_threshold.value()}%). Click a matrix cell or an image.")
 
     def _on_row_chosen(self, row: PredictionRow) -> None:
         # The class the run predicted for this image (from its crops), not a new guess on the

@@ -36,7 +36,8 @@ def best_model(tmp_path_factory) -> Path:
     config = TrainConfig(
         data_root=str(data), model="small_cnn", weights="none", finetune="full",
         crop_mode="standard", resize_size=28, crop_size=28, train_hflip=False,
-        crop_scale_min=0.7, batch_size=16, epochs=3, lr=0.05, scheduler="cosine",
+        crop_scale_min=0.7, batch_size=16, epochs=4, optimizer="adamw", lr=0.003,
+        weight_decay=0.0, scheduler="cosine",
         workers=0, device="cpu", output_dir=str(root / "runs"))
     end = train(config, Callback())
     assert end.status == "completed", end.error

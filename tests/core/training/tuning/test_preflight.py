@@ -14,7 +14,7 @@ import torchvision
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.engine import train
-from workbench.core.training.preflight import preflight
+from workbench.core.training.tuning.preflight import preflight
 
 
 def small_config(data_root: Path | str, tmp_path: Path, **changes) -> TrainConfig:

@@ -60,8 +60,8 @@ def test_an_empty_folder_blocks_start_naming_the_folder(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     text = only_problem(preflight(small_config(empty, tmp_path)), "data_root")
-    assert text.startswith(f"Data folder (data_root): {empty}: no class subfolders; put each "
-                           "class's images in a folder of its own")
+    assert text == ("Data folder (data_root): no class subfolders; put each class's images in a "
+                    f"folder of its own ({empty}/<class>/image.jpg) (in {empty})")
 
 
 def test_class_folders_without_images_block_start_naming_the_class(tmp_path):
@@ -70,14 +70,14 @@ def test_class_folders_without_images_block_start_naming_the_class(tmp_path):
     for image in (root / "square").iterdir():
         image.rename(image.with_suffix(".txt"))
     text = only_problem(preflight(small_config(root, tmp_path)), "data_root")
-    assert f"{root / 'square'}: class folder has no images (5 files skipped, e.g. not an image " \
-           "file (extension .txt))" in text
+    assert text == ("Data folder (data_root): class folder has no images (5 files skipped, "
+                    f"e.g. not an image file (extension .txt)) (in {root / 'square'})")
 
 
 def test_one_class_blocks_start(tmp_path):
     root = write_shape_dataset(tmp_path / "data", classes=("circle",), per_class=6, size=(16, 16))
     text = only_problem(preflight(small_config(root, tmp_path)), "data_root")
-    assert text == f"Data folder (data_root): {root}: needs at least 2 class folders, found 1"
+    assert text == f"Data folder (data_root): needs at least 2 class folders, found 1 (in {root})"
 
 
 def test_train_without_val_blocks_start(tmp_path):
@@ -113,8 +113,9 @@ def test_what_blocks_start_is_what_the_run_refuses(case, good_folder, tmp_path):
     if case == "output_under_a_file":  # the run names the path mkdir failed on
         assert end.error.startswith(f"'{tmp_path / 'a_file' / 'runs'}'")
         assert f"'{tmp_path / 'a_file'}' is a file, not a folder" in result.problems[0].text
-    else:
-        assert result.problems[0].text.endswith(end.error)
+    else:  # the run's '<folder>: <reason>', reason first
+        folder, reason = end.error.split(": ", 1)
+        assert result.problems[0].text.endswith(f"{reason} (in {folder})")
 
 
 def test_an_output_folder_under_a_file_blocks_start_and_nothing_is_written(good_folder,

@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.core.data.dataset_scan import DatasetError, DatasetScan
+from workbench.core.devices.selection import DeviceError, resolve_device
+from workbench.core.models.building import imagenet_weights_path, imagenet_weights_size
+from workbench.core.models.checkpoint_format import CheckpointError, load_checkpoint
 from workbench.core.runs.atomic_io import describe_os_error
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import problem_text
+from workbench.core.training.session_setup import scan_for_training
 
 WRITE_TEST_PREFIX = ".workbench-write-test-"
 
@@ -85,17 +89,25 @@ def megabytes(nbytes: int) -> str:
 
 def _scan(config: TrainConfig) -> tuple[DatasetScan | None, list[Finding]]:
     """The run's own scan and refusals; the batch is left to ``_batch_notes``."""
-    from workbench.core.training.session_setup import scan_for_training
-
     try:
         # Batch 1 passes the scan's batch check whenever there is a training image: an
         # oversize batch is clamped, not refused, and gets a note instead.
         return scan_for_training(config.replace(batch_size=1)), []
     except DatasetError as exc:
-        return None, [Finding("data_root", problem_text("data_root", str(exc)))]
+        return None, [Finding("data_root", problem_text(
+            "data_root", reason_first(str(exc), config.data_root)))]
     except OSError as exc:
         return None, [Finding("data_root", problem_text(
             "data_root", f"'{exc.filename or config.data_root}': {describe_os_error(exc)}"))]
+
+
+def reason_first(message: str, root: str) -> str:
+    """'<folder>: <reason>' as '<reason> (in <folder>)': the line beside Start has room for
+    the start of a message, and a long path would fill it."""
+    end = message.find(": ", len(root)) if message.startswith(root) else -1
+    if end < 0:
+        return message
+    return f"{message[end + 2:]} (in {message[:end]})"
 
 
 def _batch_notes(config: TrainConfig, train_images: int) -> list[Finding]:
@@ -109,8 +121,6 @@ def _batch_notes(config: TrainConfig, train_images: int) -> list[Finding]:
 
 
 def _device_problems(config: TrainConfig) -> list[Finding]:
-    from workbench.core.devices.selection import DeviceError, resolve_device
-
     try:
         resolve_device(config.device)
     except DeviceError as exc:
@@ -156,8 +166,6 @@ def folder_write_problem(folder: Path) -> str | None:
 
 
 def _resume_problems(config: TrainConfig, scan: DatasetScan | None) -> list[Finding]:
-    from workbench.core.models.checkpoint_format import CheckpointError
-
     path = Path(config.resume)
     try:
         info = path.stat()
@@ -175,15 +183,11 @@ def _resume_problems(config: TrainConfig, scan: DatasetScan | None) -> list[Find
 @functools.lru_cache(maxsize=4)
 def _checkpoint_classes(path: str, _size: int, _mtime_ns: int) -> tuple[str, ...]:
     """A checkpoint's class names, read as the run reads it (once a version of the file)."""
-    from workbench.core.models.checkpoint_format import load_checkpoint
-
     return tuple(load_checkpoint(path)["class_names"])
 
 
 def _imagenet_weights_finding() -> tuple[int, Finding | None, bool]:
     """(bytes to download, the note or problem, whether it blocks Start)."""
-    from workbench.core.models.building import imagenet_weights_path, imagenet_weights_size
-
     path = imagenet_weights_path()
     if path.is_file():
         return 0, None, False

@@ -228,3 +228,23 @@ def test_a_check_whose_import_races_another_thread_still_answers(qtbot, window, 
     window.apply_config(config)
     assert_startable(qtbot, window)
     assert raised == ["workbench.core.training.tuning.preflight"]
+
+
+def test_the_first_run_page_offers_the_weights_before_any_folder_is_open(
+        qtbot, window, served_imagenet_weights):
+    served_imagenet_weights.server.pause_s = 0.05
+    page = window.first_run_panel
+    assert window.config_form.config().weights == "imagenet" and page.isVisible()
+    wait_for_check(qtbot, window)
+    assert page.weights_button.isVisible()  # the size is the real file's, not the served one
+    assert page.weights_button.text() == f"Download the ImageNet weights " \
+                                         f"({imagenet_download_text()})"
+
+    page.weights_button.click()
+    assert not page.weights_button.isEnabled()
+    assert page.weights_button.text() == "Downloading the ImageNet weights\u2026"
+    assert window.controls.weights_offer.bar.isVisible()  # the progress, beside Start
+    qtbot.waitUntil(lambda: not page.weights_button.isVisible(), timeout=CHECK_MS)
+    assert building.imagenet_weights_path().read_bytes() == served_imagenet_weights.data
+    wait_for_check(qtbot, window)
+    assert not window.controls.weights_offer.isVisible()

@@ -96,7 +96,8 @@ class PreflightController(QObject):
         self._timer.setInterval(DEBOUNCE_MS)
         self._download: WeightsDownloadJob | None = None
         self._download_progress = ""
-        self._download_failure = ""  # the reason of the last failed download, '' when none
+        self._download_failure = ""  # the problem a failed download left, '' when none
+        self._download_reason = ""  # its reason in a few words
         self._offer = window.controls.weights_offer
 
         window.config_form.config_changed.connect(self._on_config_changed)
@@ -106,6 +107,7 @@ class PreflightController(QObject):
         self._offer.download_requested.connect(self.start_download)
         self._offer.cancel_requested.connect(self._on_cancel_download)
         self._offer.fallback_requested.connect(self.train_without_download)
+        window.first_run_panel.weights_download_requested.connect(self.start_download)
         self._on_config_changed()
 
     # ------------------------------------------------------------------ public API
@@ -164,7 +166,7 @@ class PreflightController(QObject):
     def _on_checked(self, result: PreflightResult) -> None:
         self._result = result
         if not result.weights_download_bytes:
-            self._download_failure = ""
+            self._download_failure = self._download_reason = ""
         self._update_offer()
         self.changed.emit()
 
@@ -175,15 +177,20 @@ class PreflightController(QObject):
         self.changed.emit()
 
     def _update_offer(self) -> None:
+        """The buttons beside Start and on the first-run page."""
         if self._download is not None:
             return
         size = self._result.weights_download_bytes if self._result is not None else 0
+        # The module is imported by now: the check that answered imported it.
+        size_text = import_preflight().megabytes(size) if size else ""
+        self._window.first_run_panel.set_weights_download(size_text,
+                                                          failure=self._download_reason)
         if not size:
             self._offer.hide_offer()
         elif self._download_failure:
             self._offer.show_failure()
-        else:  # the module is imported by now: the check that answered imported it
-            self._offer.offer(import_preflight().megabytes(size))
+        else:
+            self._offer.offer(size_text)
 
     # ------------------------------------------------------------------ the download
     def start_download(self) -> None:
@@ -191,7 +198,8 @@ class PreflightController(QObject):
         if self._download is not None:
             return
         self._download = job = WeightsDownloadJob()
-        self._download_failure = ""
+        self._download_failure = self._download_reason = ""
+        self._window.first_run_panel.set_weights_download("", downloading=True)
         self._download_progress = DOWNLOADING
         job.signals.progress.connect(self._on_download_progress)
         job.signals.succeeded.connect(self._on_download_succeeded)
@@ -215,6 +223,7 @@ class PreflightController(QObject):
         self._window.log_panel.append_text("info", f"Downloaded the ImageNet weights to {path}")
 
     def _on_download_failed(self, reason: str, message: str) -> None:
+        self._download_reason = reason
         self._download_failure = problem_text(
             "weights", f"the ImageNet weights could not be downloaded ({reason}); is this "
                        f"computer offline? Try again, or {FALLBACK_TEXT.lower()}. {message}")

@@ -236,13 +236,14 @@ def test_the_first_run_page_offers_the_weights_before_any_folder_is_open(
     page = window.first_run_panel
     assert window.config_form.config().weights == "imagenet" and page.isVisible()
     wait_for_check(qtbot, window)
-    assert page.weights_button.isVisible()  # the size is the real file's, not the served one
-    assert page.weights_button.text() == f"Download the ImageNet weights " \
-                                         f"({imagenet_download_text()})"
+    assert page.weights_button.isVisible() and page.weights_button.text() == "Download the weights"
+    # The real file's size, not the served one's.
+    assert page.weights_button.description().startswith(
+        f"{imagenet_download_text()} of ImageNet weights, which ResNet-18 starts from")
 
     page.weights_button.click()
     assert not page.weights_button.isEnabled()
-    assert page.weights_button.text() == "Downloading the ImageNet weights\u2026"
+    assert page.weights_button.text() == "Downloading\u2026"
     assert window.controls.weights_offer.bar.isVisible()  # the progress, beside Start
     qtbot.waitUntil(lambda: not page.weights_button.isVisible(), timeout=CHECK_MS)
     assert building.imagenet_weights_path().read_bytes() == served_imagenet_weights.data

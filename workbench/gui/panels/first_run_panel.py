@@ -40,7 +40,7 @@ class FirstRunPanel(QWidget):
     demo_dataset_failed = Signal(str)
     """The demo images could not be written; the message says why."""
     weights_download_requested = Signal()
-    """"Download the ImageNet weights" was clicked."""
+    """"Download the weights" was clicked."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -102,15 +102,16 @@ class FirstRunPanel(QWidget):
         self.weights_button.setVisible(bool(size_text) or downloading)
         self.weights_button.setEnabled(not downloading)
         if downloading:
-            self.weights_button.setText("Downloading the ImageNet weights…")
+            self.weights_button.setText("Downloading\u2026")
             self.weights_button.setDescription("The progress shows beside Start training.")
             return
-        self.weights_button.setText(f"Download the ImageNet weights ({size_text})")
+        # A short title: the widest one sets the page's, and so the window's, minimum width.
+        self.weights_button.setText("Download the weights")
         self.weights_button.setDescription(
-            f"The last try failed ({failure}): try again, or choose Train without downloading "
-            "beside Start." if failure else
-            "ResNet-18 starts from them; they are downloaded once for this computer, now or "
-            "at the first Start.")
+            f"{size_text} of ImageNet weights: the last try failed ({failure}). Try again, or "
+            "choose Train without downloading beside Start." if failure else
+            f"{size_text} of ImageNet weights, which ResNet-18 starts from; downloaded once "
+            "for this computer, now or at the first Start.")
 
     def set_recent_folders(self, folders: list[str]) -> None:
         """Show up to ``MAX_RECENT_SHOWN`` folders, newest first, each one click to open."""

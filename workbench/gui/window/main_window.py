@@ -165,7 +165,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ public API
     def start_background_tasks(self) -> None:
-        """Work that may import torch: device detection and rescanning the last folder."""
+        """Work that may import torch: device detection, the pre-flight check of the settings
+        and rescanning the last folder."""
         self.device_panel.start_detection()
         self.preflight.start()
         dataset = self._dataset()

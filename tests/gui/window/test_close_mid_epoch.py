@@ -83,6 +83,7 @@ def test_start_twice_and_stop_then_start_run_one_at_a_time(qtbot, tiny_config,
     starts, ends = [], []
     window.controller.run_started.connect(starts.append)
     window.controller.run_ended.connect(ends.append)
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
     with qtbot.waitSignal(window.controller.step_finished, timeout=RUN_TIMEOUT_MS):
         qtbot.mouseClick(window.controls.start_button, _left())
         qtbot.mouseClick(window.controls.start_button, _left())  # a double click

@@ -73,6 +73,7 @@ def test_shortcuts_start_pause_and_stop_a_real_run(qtbot, window, tiny_config, r
     reraise_errors(window.controller)
     window.config_form.set_config(tiny_config.replace(epochs=50))
     window.config_form.setFocus()
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
 
     with qtbot.waitSignal(window.controller.run_started, timeout=RUN_TIMEOUT_MS):
         qtbot.keyClick(window.config_form, Qt.Key.Key_Return,

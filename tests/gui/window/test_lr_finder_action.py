@@ -24,7 +24,7 @@ def small_cnn_config(data, tmp_path) -> TrainConfig:
 def test_the_range_test_runs_in_the_pool_plots_and_its_suggestion_is_applied(
         qtbot, window, shapes_dataset, tmp_path):
     window.apply_config(small_cnn_config(shapes_dataset, tmp_path))
-    assert window.controls.start_button.isEnabled()
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
     step_threads: set[int] = set()
 
     assert window.lr_finder.open(steps=30)

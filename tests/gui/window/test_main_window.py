@@ -53,7 +53,8 @@ def test_choosing_a_folder_fills_the_dataset_panel_and_the_config(qtbot, window,
     # A folder with train/ and val/ folders needs no validation fraction: the form greys it out.
     assert scan.layout == "train_val"
     assert not window.config_form.findChild(QWidget, "field_val_fraction").isEnabled()
-    assert window.controls.start_button.isEnabled()
+    # Start waits for the check of the new folder.
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
 
 
 def test_invalid_learning_rate_is_flagged_and_start_disabled(qtbot, window, shapes_dataset):
@@ -70,13 +71,14 @@ def test_invalid_learning_rate_is_flagged_and_start_disabled(qtbot, window, shap
 
     lr.setValue(0.01)
     assert window.config_form.field_problem_text("lr") == ""
-    assert window.controls.start_button.isEnabled()
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
 
 
 def test_start_trains_shows_results_and_exports_a_loadable_model(
         qtbot, window, shapes_dataset, tiny_config, tmp_path, monkeypatch):
     open_dataset(qtbot, window, shapes_dataset)
     window.apply_config(tiny_config)
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
 
     with qtbot.waitSignal(window.controller.run_ended, timeout=RUN_TIMEOUT_MS) as ended:
         qtbot.mouseClick(window.controls.start_button, Qt.MouseButton.LeftButton)

@@ -149,6 +149,36 @@ def imagenet_weights_path() -> Path:
     return Path(torch.hub.get_dir()) / "checkpoints" / file_name
 
 
+def imagenet_weights_size() -> int:
+    """Bytes of the ResNet18 ImageNet file, from torchvision's weights metadata (``_file_size``
+    is in MiB there, to three decimals: this is right to about a kilobyte)."""
+    return round(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["_file_size"] * 2**20)
+
+
+def download_imagenet_weights(on_progress: ProgressCallback | None = None,
+                              should_cancel: Callable[[], bool] | None = None) -> Path:
+    """Download the ResNet18 ImageNet file to ``imagenet_weights_path()``, checked against the
+    hash in its name; nothing is left there when it fails or is cancelled.
+
+    Raises:
+        WeightsError: the download failed; the message says where to copy the file instead.
+        DownloadCancelled: ``should_cancel`` stopped it.
+    """
+    url = imagenet_weights_url()
+    path = imagenet_weights_path()
+    match = torch.hub.HASH_REGEX.search(path.name)
+    try:
+        return download_file(url, path, match.group(1) if match else None,
+                             on_progress=on_progress, should_cancel=should_cancel)
+    except DownloadError as exc:
+        raise WeightsError(
+            f"ImageNet weights for resnet18 are not on this computer and could not be "
+            f"downloaded from {url} ({exc}). Copy the file '{path.name}' into the folder "
+            f"'{path.parent}', or choose weights 'none' (random start) or 'file' "
+            "(a state_dict file you have)."
+        ) from exc
+
+
 def _imagenet_state_dict(report: Report, on_download_progress: ProgressCallback | None,
                          should_cancel: Callable[[], bool] | None) -> dict[str, Tensor]:
     """The ImageNet state dict from the hub cache, downloading it once when it is not there.
@@ -158,21 +188,10 @@ def _imagenet_state_dict(report: Report, on_download_progress: ProgressCallback 
     check, reports progress, and loads it with ``torch.load(weights_only=True)`` like every
     other file.
     """
-    url = imagenet_weights_url()
     path = imagenet_weights_path()
     if not path.is_file():
         report("info", f"Downloading ImageNet weights for resnet18 to '{path}'")
-        match = torch.hub.HASH_REGEX.search(path.name)
-        try:
-            download_file(url, path, match.group(1) if match else None,
-                          on_progress=on_download_progress, should_cancel=should_cancel)
-        except DownloadError as exc:
-            raise WeightsError(
-                f"ImageNet weights for resnet18 are not on this computer and could not be "
-                f"downloaded from {url} ({exc}). Copy the file '{path.name}' into the folder "
-                f"'{path.parent}', or choose weights 'none' (random start) or 'file' "
-                "(a state_dict file you have)."
-            ) from exc
+        download_imagenet_weights(on_download_progress, should_cancel)
     try:
         state = load_tensors_file(path)
     except UnsafeOrUnreadableFile as exc:

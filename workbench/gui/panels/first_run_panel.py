@@ -1,5 +1,6 @@
 """What the Dataset tab shows while no data folder is open: open one, try the demo dataset, or
-pick a folder opened before.
+pick a folder opened before; and, while the default model's ImageNet weights are not on this
+computer, download them now (their progress shows beside Start).
 
 The demo images are written in the thread pool (a few seconds the first time; later the folder
 is reused), so the button never freezes the window.
@@ -38,6 +39,8 @@ class FirstRunPanel(QWidget):
     """"Try the demo dataset" was clicked and the demo images are in this folder."""
     demo_dataset_failed = Signal(str)
     """The demo images could not be written; the message says why."""
+    weights_download_requested = Signal()
+    """"Download the weights" was clicked."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,6 +57,8 @@ class FirstRunPanel(QWidget):
             "Try the demo dataset",
             "Generate 320 small images of four shapes (no download) and the settings that "
             "learn them in a few minutes on a CPU", self)
+        self.weights_button = QCommandLinkButton(self)
+        self.weights_button.setObjectName("firstRunWeightsButton")
         self.status_label = QLabel("", self)
         self.status_label.setWordWrap(True)
         self.status_label.hide()
@@ -70,6 +75,7 @@ class FirstRunPanel(QWidget):
         layout.addSpacing(8)
         layout.addWidget(self.open_button)
         layout.addWidget(self.demo_button)
+        layout.addWidget(self.weights_button)
         layout.addWidget(self.status_label)
         layout.addSpacing(8)
         layout.addWidget(self.recent_title)
@@ -79,9 +85,33 @@ class FirstRunPanel(QWidget):
 
         self.open_button.clicked.connect(self.open_folder_requested)
         self.demo_button.clicked.connect(self._on_demo_clicked)
+        self.weights_button.clicked.connect(self.weights_download_requested)
         self._demo_runner.result_ready.connect(self._on_demo_ready)
         self._demo_runner.failed.connect(self._on_demo_failed)
         self.set_recent_folders([])
+        self.set_weights_download("")
+
+    def set_weights_download(self, size_text: str, downloading: bool = False,
+                             failure: str = "") -> None:
+        """Offer the ImageNet weights (``size_text``, e.g. '46.8 MB'); '' hides the offer.
+
+        Args:
+            downloading: a download is going on (its progress shows beside Start).
+            failure: why the last download failed, '' when none did.
+        """
+        self.weights_button.setVisible(bool(size_text) or downloading)
+        self.weights_button.setEnabled(not downloading)
+        if downloading:
+            self.weights_button.setText("Downloading\u2026")
+            self.weights_button.setDescription("The progress shows beside Start training.")
+            return
+        # A short title: the widest one sets the page's, and so the window's, minimum width.
+        self.weights_button.setText("Download the weights")
+        self.weights_button.setDescription(
+            f"{size_text} of ImageNet weights: the last try failed ({failure}). Try again, or "
+            "choose Train without downloading beside Start." if failure else
+            f"{size_text} of ImageNet weights, which ResNet-18 starts from; downloaded once "
+            "for this computer, now or at the first Start.")
 
     def set_recent_folders(self, folders: list[str]) -> None:
         """Show up to ``MAX_RECENT_SHOWN`` folders, newest first, each one click to open."""

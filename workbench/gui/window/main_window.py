@@ -39,6 +39,7 @@ from workbench.gui.window.device_tools import DeviceTools
 from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
+from workbench.gui.window.preflight_controller import PreflightController
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.run_views import RunViews
 from workbench.gui.window.settings_store import SettingsStore, load_config_file, save_config_file
@@ -109,6 +110,7 @@ class MainWindow(QMainWindow):
         self.after_training = AfterTrainingTabs(self)
         self.lr_finder = LrFinderAction(self)
         self.device_tools = DeviceTools(self)
+        self.preflight = PreflightController(self, start_now=build_now)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
         self.config_form.config_changed.connect(self._on_config_changed)
@@ -117,6 +119,7 @@ class MainWindow(QMainWindow):
         self.controls.stop_button.clicked.connect(self._on_stop_clicked)
         self.controls.keep_best_button.clicked.connect(self._on_keep_best_clicked)
         self.lr_finder.busy_changed.connect(self._update_controls)
+        self.preflight.changed.connect(self._update_controls)
         self.run_views = RunViews(self)  # a local run's and a followed run's events
         self.controller.progress_reported.connect(self.download_bar.show_progress)
         self.download_bar.cancel_requested.connect(self._on_stop_clicked)
@@ -163,8 +166,10 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ public API
     def start_background_tasks(self) -> None:
-        """Work that may import torch: device detection and rescanning the last folder."""
+        """Work that may import torch: device detection, the pre-flight check of the settings
+        and rescanning the last folder."""
         self.device_panel.start_detection()
+        self.preflight.start()
         dataset = self._dataset()
         root = self.config_form.config().data_root
         if root and not dataset.folder() and Path(root).is_dir():
@@ -192,7 +197,8 @@ class MainWindow(QMainWindow):
     def start_training(self) -> bool:
         """Start a run with the form's config; False (and nothing started) if it has problems."""
         config = self.config_form.config()
-        if self.controller.is_running() or config.validate() or self.lr_finder.is_busy():
+        if self.controller.is_running() or config.validate() or self.lr_finder.is_busy() \
+                or self.preflight.blocks(config):
             return False
         self._settings.save_config(config)
         self.device_tools.cancel()  # both would compete for the GPU's memory
@@ -301,6 +307,7 @@ class MainWindow(QMainWindow):
                 return
         self.device_tools.cancel()
         self.lr_finder.cancel()
+        self.preflight.cancel()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()
 
@@ -447,10 +454,12 @@ class MainWindow(QMainWindow):
 
     def _update_controls(self) -> None:
         running = self.controller.is_running()
+        check = self.preflight.state()
         self.controls.set_state(running, self.controller.is_paused(),
-                                self.controller.stop_requested(), self.config_form.problems(),
+                                self.controller.stop_requested(), check.problems,
                                 self.controller.stop_keep_best_requested(),
-                                self.lr_finder.busy_reason())
+                                self.lr_finder.busy_reason() or check.busy, check.checking,
+                                check.notes, check.short_texts)
         self.lr_finder.set_training(running)
         self.config_form.setEnabled(not running)
         self.device_panel.setEnabled(not running)

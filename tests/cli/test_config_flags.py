@@ -35,9 +35,17 @@ def test_every_flag_has_help_and_every_setting_its_default(command):
         action = by_dest[field.name]
         assert action.help.startswith(FIELDS[field.name].help), field.name
         assert "Default: " in action.help, field.name
-        default = getattr(defaults, field.name)
-        if not isinstance(default, bool) and default != "":
-            assert f"Default: {default}." in action.help, field.name
+        # What choosing each model sets, read from the table itself, else the field's default.
+        by_model = {model: MODEL_DEFAULTS[model].get(field.name, getattr(defaults, field.name))
+                    for model in MODEL_DEFAULTS}
+        values = list(by_model.values())
+        if any(isinstance(value, bool) or value == "" for value in values):
+            continue
+        if len(set(values)) == 1:
+            assert f"Default: {values[0]}." in action.help, field.name
+        else:
+            for model, value in by_model.items():
+                assert f"{value} with {model}" in action.help, (field.name, model)
 
 
 def test_help_lists_the_values_of_device_and_amp_dtype(capsys):

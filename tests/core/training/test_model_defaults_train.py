@@ -18,8 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-import torchvision
 from PIL import Image
 
 from workbench.core.data.handwritten_digits import draw_digit
@@ -73,20 +71,6 @@ def write_colour_tile_folder(root: Path, classes: int, train_per_class: int,
     return root
 
 
-def plant_imagenet_weights(torch_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A resnet18 state dict (random, seeded) where the ImageNet file is expected, so the
-    default weights 'imagenet' load without a download."""
-    from workbench.core.models.building import imagenet_weights_path
-
-    monkeypatch.setenv("TORCH_HOME", str(torch_home))
-    monkeypatch.setattr(torch.hub, "_hub_dir", None)  # get_dir() follows TORCH_HOME
-    path = imagenet_weights_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(0)
-    torch.save(torchvision.models.resnet18(weights=None).state_dict(), path)
-    return path
-
-
 class EpochRecorder(Callback):
     def __init__(self) -> None:
         self.epochs: list = []
@@ -131,8 +115,8 @@ def test_small_cnn_learns_digits_with_its_own_defaults(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_resnet18_learns_colours_with_its_own_defaults(tmp_path: Path, monkeypatch) -> None:
-    plant_imagenet_weights(tmp_path / "torch_home", monkeypatch)
+def test_resnet18_learns_colours_with_its_own_defaults(tmp_path: Path,
+                                                      planted_imagenet_weights: Path) -> None:
     data = write_colour_tile_folder(tmp_path / "tiles", classes=2, train_per_class=48,
                                     val_per_class=12, mislabelled=4, size=16)
     config, recorder, end = train_with_model_defaults("resnet18", data, tmp_path / "runs",
@@ -142,5 +126,6 @@ def test_resnet18_learns_colours_with_its_own_defaults(tmp_path: Path, monkeypat
     assert all(getattr(config, name) == value for name, value in defaults.items()
                if name not in tiny)
     assert config.weights == "imagenet" and config.finetune == "last_layer"
-    assert any("ImageNet weights loaded" in text for _, text in recorder.messages)
+    assert any(f"ImageNet weights loaded from '{planted_imagenet_weights}'" in text
+               for _, text in recorder.messages)
     assert_learned(recorder, end, classes=2, min_accuracy=0.9)  # chance is 1/2

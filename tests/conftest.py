@@ -98,3 +98,21 @@ def served_imagenet_weights(tmp_path: Path, local_file_server, monkeypatch) -> S
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
     monkeypatch.setattr(building, "imagenet_weights_url", lambda: url)
     return ServedWeights(local_file_server, data, name, saved)
+
+
+@pytest.fixture()
+def planted_imagenet_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A seeded random resnet18 state dict where the ImageNet file is expected (TORCH_HOME in
+    tmp_path), so resnet18's default weights 'imagenet' load without a download."""
+    import torch
+    import torchvision
+
+    from workbench.core.models.building import imagenet_weights_path
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    monkeypatch.setattr(torch.hub, "_hub_dir", None)  # get_dir() follows TORCH_HOME
+    path = imagenet_weights_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), path)
+    return path

@@ -13,7 +13,7 @@ import pytest
 from workbench.cli import build_parser, main
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FIELDS
-from workbench.core.runs.model_defaults import MODEL_DEFAULTS
+from workbench.core.runs.model_defaults import MODEL_DEFAULTS, apply_model_defaults
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:
@@ -35,9 +35,17 @@ def test_every_flag_has_help_and_every_setting_its_default(command):
         action = by_dest[field.name]
         assert action.help.startswith(FIELDS[field.name].help), field.name
         assert "Default: " in action.help, field.name
-        default = getattr(defaults, field.name)
-        if not isinstance(default, bool) and default != "":
-            assert f"Default: {default}." in action.help, field.name
+        # What choosing each model sets, read from the table itself, else the field's default.
+        by_model = {model: MODEL_DEFAULTS[model].get(field.name, getattr(defaults, field.name))
+                    for model in MODEL_DEFAULTS}
+        values = list(by_model.values())
+        if any(isinstance(value, bool) or value == "" for value in values):
+            continue
+        if len(set(values)) == 1:
+            assert f"Default: {values[0]}." in action.help, field.name
+        else:
+            for model, value in by_model.items():
+                assert f"{value} with {model}" in action.help, (field.name, model)
 
 
 def test_help_lists_the_values_of_device_and_amp_dtype(capsys):
@@ -107,3 +115,25 @@ def test_weights_none_with_an_explicit_last_layer_is_refused_with_the_reason(tmp
                  "--finetune", "last_layer", "--output-dir", str(tmp_path / "runs")])
     assert code == 2
     assert "random, frozen network" in capsys.readouterr().err
+
+
+def test_a_new_config_is_the_default_model_with_its_own_defaults():
+    config = TrainConfig()
+    assert apply_model_defaults(config) == config
+    assert all(getattr(config, name) == value
+               for name, value in MODEL_DEFAULTS[config.model].items())
+
+
+@pytest.mark.parametrize("model", ["resnet18", "small_cnn"])
+def test_help_shows_the_default_a_run_of_each_model_uses(tmp_path, model):
+    """Read back from --help: the default it names for each setting a model sets is what
+    ``train --model M`` with nothing else trains with."""
+    run = _saved(tmp_path, "--model", model)
+    flags = {a.dest: " ".join(a.help.split()) for a in _subcommand("train")._actions
+             if a.option_strings}
+    names = {name for defaults in MODEL_DEFAULTS.values() for name in defaults}
+    for name in sorted(names):
+        value = getattr(run, name)
+        shown = ("on" if value else "off") if isinstance(value, bool) else str(value)
+        text = flags[name]
+        assert f"Default: {shown}." in text or f"{shown} with {model}" in text, (name, text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ class _Recorder(Callback):
     def __init__(self) -> None:
         self.names: list[str] = []
         self.messages: list[str] = []
+        self.levels: list[str] = []
 
     def on_run_start(self, event) -> None:
         self.names.append("on_run_start")
@@ -25,6 +27,7 @@ class _Recorder(Callback):
 
     def on_message(self, event) -> None:
         self.messages.append(event.text)
+        self.levels.append(event.level)
 
     def on_run_end(self, event) -> None:
         self.names.append("on_run_end")
@@ -50,8 +53,6 @@ def _config(root: Path, output: Path, **changes) -> TrainConfig:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"batch_size": 11}, "Batch size (batch_size): 11 is more than the 10 training images"),
-        ({"batch_size": 500}, "Batch size (batch_size): 500 is more than the 10 training images"),
         ({"crop_size": 40}, "Crop size (crop_size): 40 is larger than resize_size 32"),
         ({"resize_size": 4, "crop_size": 4},
          "Resize shorter side to (resize_size): must be at least 8"),
@@ -87,6 +88,23 @@ def test_a_batch_of_exactly_the_training_set_trains(shapes: Path, tmp_path: Path
     end = train(_config(shapes, tmp_path / "runs", batch_size=10), recorder)
     assert end.status == "completed", end.error
     assert recorder.names.count("on_step") == 1
+
+
+@pytest.mark.parametrize("batch_size", [11, 500])
+def test_a_batch_larger_than_the_training_set_trains_on_the_whole_set(
+    shapes: Path, tmp_path: Path, batch_size: int
+) -> None:
+    recorder = _Recorder()
+    end = train(_config(shapes, tmp_path / "runs", batch_size=batch_size, epochs=2), recorder)
+    assert end.status == "completed", end.error
+    assert recorder.names.count("on_step") == 2  # one step an epoch
+    said = [(level, text) for level, text in zip(recorder.levels, recorder.messages,
+                                                   strict=True) if "batch_size" in text]
+    assert said == [("info", f"Batch size (batch_size) {batch_size} is more than the 10 "
+                             "training images, so the run trains with a batch of 10: one "
+                             "step an epoch, every image in it.")]
+    saved = json.loads((Path(end.run_dir) / "config.json").read_text())["config"]
+    assert saved["batch_size"] == 10  # the batch the run used
 
 
 @pytest.mark.parametrize(("broken", "allowed", "status"), [(1, 0, "failed"), (1, 1, "completed")])

@@ -91,7 +91,36 @@ def test_unusable_folder_is_refused_naming_it(tmp_path: Path, make, expected: st
 def test_one_class_only_is_refused_by_the_engine(tmp_path: Path) -> None:
     root = write_shape_dataset(tmp_path / "data", classes=("circle",), per_class=4)
     end = train(_tiny_config(root, tmp_path / "runs"))
-    assert end.status == "failed" and "needs at least 2 class folders, found 1" in end.error
+    assert end.status == "failed"
+    assert end.error == (f"{root}: needs at least 2 class folders, found 1 ('circle'); a "
+                         "classifier tells classes apart, so add a folder of images for each "
+                         "other class")
+
+
+def test_a_class_of_one_image_trains_and_is_named_as_too_few_to_validate(tmp_path: Path) -> None:
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "square", "triangle"),
+                               per_class=[1, 5, 5], size=(32, 32))
+    messages: list[tuple[str, str]] = []
+
+    class Messages(Callback):
+        def on_message(self, event) -> None:
+            messages.append((event.level, event.text))
+
+    end = train(_tiny_config(root, tmp_path / "runs"), Messages())
+    assert end.status == "completed", end.error
+    named = [(level, text) for level, text in messages if "too few to validate" in text]
+    assert named == [("warning", f"{root / 'circle'}: class 'circle' has only 1 image, too few "
+                                 "to validate: it stays in training and its accuracy cannot be "
+                                 "measured; add at least one more image to validate it")]
+
+
+def test_one_image_in_every_class_is_refused_saying_what_to_add(tmp_path: Path) -> None:
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=1,
+                               size=(32, 32))
+    end = train(_tiny_config(root, tmp_path / "runs"))
+    assert end.status == "failed"
+    assert end.error == (f"{root}: no validation images; add a val/ folder or at least 2 "
+                         "images to a class for the automatic split")
 
 
 # ----------------------------------------------------------------------------- clutter and links

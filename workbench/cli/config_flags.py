@@ -6,7 +6,11 @@ import argparse
 import dataclasses
 import sys
 
-from workbench.core.runs.config import TrainConfig, fields_set_in_config_file
+from workbench.core.runs.config import (
+    TrainConfig,
+    defaults_by_model,
+    fields_set_in_config_file,
+)
 from workbench.core.runs.config_fields import describe, help_text
 from workbench.core.runs.model_defaults import (
     apply_model_defaults,
@@ -15,7 +19,8 @@ from workbench.core.runs.model_defaults import (
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per TrainConfig field, with the field's help, values and default in ``--help``."""
+    """One flag per TrainConfig field, with the field's help, values and default in ``--help``:
+    the default a run uses, per model where the models' defaults differ."""
     group = parser.add_argument_group(
         "training settings (each overrides --config; a setting given neither way keeps its "
         "default)")
@@ -26,7 +31,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         default = getattr(defaults, name)
         description = describe(name)
         # argparse formats help with %: a literal % must be doubled.
-        text = help_text(name, default).replace("%", "%%")
+        text = help_text(name, default, per_model=defaults_by_model(name)).replace("%", "%%")
         if isinstance(default, bool):
             group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
                                default=None, help=text)

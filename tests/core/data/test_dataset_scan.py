@@ -209,3 +209,27 @@ def test_the_header_check_covers_the_train_and_the_val_folders(tmp_path: Path) -
     }
     assert (verified.train_counts(), verified.val_counts()) == ([3, 3], [2, 2])
     assert all("broken" not in path for path, _ in verified.train + verified.val)
+
+
+def test_the_automatic_split_keeps_every_class_of_two_or_more_in_train_and_val(
+        tmp_path: Path) -> None:
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "cross", "square"),
+                               per_class=[2, 3, 1], size=(16, 16))
+    for fraction in (0.05, 0.2, 0.95):  # round(2 * 0.05) is 0 and round(2 * 0.95) is 2
+        scan = scan_dataset(root, val_fraction=fraction)
+        # circle 2 images: 1 + 1; cross 3 images: 2 + 1 or 1 + 2; square 1 image: training.
+        assert scan.train_counts()[0] == 1 and scan.val_counts()[0] == 1, fraction
+        assert scan.train_counts()[1] >= 1 and scan.val_counts()[1] >= 1, fraction
+        assert (scan.train_counts()[2], scan.val_counts()[2]) == (1, 0), fraction
+        folder = os.path.join(str(root), "square")
+        assert [text for text in scan.warnings() if "too few to validate" in text] == [
+            f"{folder}: class 'square' has only 1 image, too few to validate: it stays in "
+            "training and its accuracy cannot be measured; add at least one more image to "
+            "validate it"]
+
+
+def test_a_folder_of_one_class_is_named_with_what_to_do(tmp_path: Path) -> None:
+    root = write_shape_dataset(tmp_path / "data", classes=("circle",), per_class=3,
+                               size=(16, 16))
+    assert f"{root}: only one class ('circle'); a classifier needs at least 2 class folders, " \
+           "so add a folder of images for each other class" in scan_dataset(root).warnings()

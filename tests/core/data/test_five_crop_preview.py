@@ -141,7 +141,7 @@ def test_large_jpeg_previews_quickly_through_draft_decoding(tmp_path: Path, draf
     del image
     scales = draft_scales
     started = time.perf_counter()
-    preview = five_crop_preview(str(path), TrainConfig())
+    preview = five_crop_preview(str(path), TrainConfig(crop_mode="five_crop"))
     elapsed = time.perf_counter() - started
     assert scales == [8]  # decoded at 750x500 instead of 6000x4000
     assert preview.original_size == (6000, 4000)

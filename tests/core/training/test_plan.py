@@ -35,7 +35,9 @@ def test_cuda_gets_mixed_precision_by_card_and_channels_last():
                    card=CardInfo((7, 5), "NVIDIA GeForce GTX 1650"))
     assert not gtx.precision.autocast and not gtx.precision.grad_scaler
     assert "Training in float32: NVIDIA GeForce GTX 1650" in _texts(gtx)
-    off = plan_run(config.replace(amp=False, channels_last=False), "cuda:0", distributed=False)
+    # Five crops: a standard crop would add its note about caching only validation features.
+    off = plan_run(config.replace(amp=False, channels_last=False, crop_mode="five_crop"),
+                   "cuda:0", distributed=False)
     assert not off.precision.autocast and not off.channels_last
     assert off.notes == ()
 

@@ -36,7 +36,9 @@ def photo(tmp_path) -> Path:
 
 
 def config(**changes) -> TrainConfig:
-    return TrainConfig(**{"resize_size": 256, "crop_size": 224, **changes})
+    """Five crops unless ``changes`` says otherwise (the preview's richest mode)."""
+    return TrainConfig(**{"resize_size": 256, "crop_size": 224, "crop_mode": "five_crop",
+                          **changes})
 
 
 def show_preview(qtbot, panel: AugmentationPreviewPanel, settings: TrainConfig, path=None):

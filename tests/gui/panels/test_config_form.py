@@ -201,7 +201,7 @@ def test_labels_tooltips_and_choices_come_from_the_field_descriptions(form):
         tooltip = form.field_widget(name).toolTip()
         assert tooltip.startswith(description.help) and "Default: " in tooltip, name
     crop_mode = form.field_widget("crop_mode")
-    assert crop_mode.currentText() == "Five crops (corners + centre)"
+    assert crop_mode.currentText() == FIELDS["crop_mode"].choices["standard"]  # resnet18
     assert [crop_mode.itemText(i) for i in range(crop_mode.count())] == list(
         FIELDS["crop_mode"].choices.values())
     assert form.field_widget("crop_strategy").currentText() == (
@@ -289,3 +289,27 @@ def test_augmentation_rows_edit_the_config_and_grey_out_with_five_or_ten_crops(f
     assert form.problems() == []
     assert not any(_enabled(form, field) for field in AUGMENTATION_VALUES
                    if field != "label_smoothing")
+
+
+@pytest.mark.parametrize("model", ["resnet18", "small_cnn"])
+def test_the_form_trains_what_the_command_line_trains_for_each_model(qtbot, tmp_path, model):
+    """A new form with only the model chosen, and ``workbench train --model M`` with no other
+    setting, are the same run (one source of defaults, the model's)."""
+    from workbench.cli import build_parser
+    from workbench.cli.config_flags import config_from_args
+
+    form = ConfigForm()
+    qtbot.addWidget(form)
+    if model != form.config().model:
+        form.edit_field("model", model)
+    args = build_parser().parse_args(["train", "--model", model])
+    assert form.config() == config_from_args(args)
+    assert form.config().crop_mode == "standard"  # MODEL_DEFAULTS of both models
+
+
+def test_each_tooltip_names_the_default_of_each_model_where_they_differ(qtbot, form):
+    lr_help = form.findChild(FieldRow, "field_lr").help_text()
+    assert "Default: 0.001 with resnet18, 0.05 with small_cnn." in lr_help
+    crop_help = form.findChild(FieldRow, "field_crop_mode").help_text()
+    assert crop_help.endswith("Default: One crop (random when training, centre when "
+                              "validating).")

@@ -85,6 +85,10 @@ class DatasetScan:
     def warnings(self) -> list[str]:
         """Problems worth telling the user about before training, in plain words."""
         messages: list[str] = []
+        if len(self.class_names) == 1:
+            messages.append(
+                f"{self.root}: only one class ('{self.class_names[0]}'); a classifier needs at "
+                "least 2 class folders, so add a folder of images for each other class")
         ratio = self.imbalance_ratio
         if ratio >= IMBALANCE_WARNING_RATIO:
             shown = "a class has no training images" if math.isinf(ratio) else f"{ratio:.1f}x"
@@ -201,13 +205,19 @@ def _scan_flat(
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     train: list[tuple[str, int]] = []
     val: list[tuple[str, int]] = []
+    too_small: list[str] = []
     for name in class_names:
-        files = _required_class_images(os.path.join(root, name), verify, skipped)
+        folder = os.path.join(root, name)
+        files = _required_class_images(folder, verify, skipped)
         class_train, class_val = _split_class(files, val_fraction, f"{seed}:{name}")
         class_train, class_val = keep_duplicates_on_one_side(root, class_train, class_val)
         train.extend((path, class_to_idx[name]) for path in class_train)
         val.extend((path, class_to_idx[name]) for path in class_val)
-    return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, [],
+        if not class_val:
+            too_small.append(f"{folder}: class '{name}' has only 1 image, too few to validate: "
+                             "it stays in training and its accuracy cannot be measured; add at "
+                             "least one more image to validate it")
+    return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, too_small,
                        val_fraction, seed)
 
 
@@ -359,7 +369,8 @@ def _identify_problem(path: str) -> str | None:
 def _split_class(
     files: list[str], val_fraction: float, seed_text: str
 ) -> tuple[list[str], list[str]]:
-    """Seeded split of one class; every class of two or more images gets one val image."""
+    """Seeded split of one class: a class of two or more images keeps at least one image in
+    training and one in validation; a lone image stays in training."""
     count = len(files)
     if count < 2:
         return list(files), []

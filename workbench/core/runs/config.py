@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.runs.config_fields import choices_of, problem_text
+from workbench.core.runs.model_defaults import DEFAULT_MODEL, MODEL_DEFAULTS
 
 # The allowed values, with their human labels, live in config_fields (one description a field).
 MODELS = choices_of("model")
@@ -30,6 +31,19 @@ _CHOICE_FIELDS = ("model", "weights", "finetune", "crop_mode", "crop_strategy", 
 PIXEL_AUGMENTATION_FIELDS = ("color_jitter_brightness", "color_jitter_contrast",
                              "color_jitter_saturation", "color_jitter_hue", "rotation_degrees",
                              "auto_augment", "mixup_alpha", "cutmix_alpha")
+
+_NOT_SET = object()
+
+
+def _model_default(name: str, otherwise: Any = _NOT_SET) -> Any:
+    """The default model's value of field ``name`` in ``model_defaults.MODEL_DEFAULTS``, or
+    ``otherwise`` where that model leaves the field alone: a new config is the default model's
+    run, as the settings form, ``--help`` and a run from the command line all show it."""
+    defaults = MODEL_DEFAULTS[DEFAULT_MODEL]
+    if otherwise is _NOT_SET:
+        return defaults[name]
+    return defaults.get(name, otherwise)
+
 
 def default_workers() -> int:
     """Loader processes: enough to keep a laptop GPU fed, never more than the CPU has."""
@@ -53,52 +67,54 @@ class TrainConfig:
     val_fraction: float = 0.2
     # images left out of training: a text file of paths, one a line (see core.data.health)
     exclude_file: str = ""
-    # model
-    model: str = "resnet18"
-    weights: str = "imagenet"
-    weights_file: str = ""
-    finetune: str = "last_layer"
+    # model (this block and the optimisation block: the default model's settings)
+    model: str = DEFAULT_MODEL
+    weights: str = _model_default("weights")
+    weights_file: str = _model_default("weights_file", "")
+    finetune: str = _model_default("finetune")
     # crops: images are resized so the shorter side is resize_size, then cropped to crop_size
-    crop_mode: str = "five_crop"
-    crop_strategy: str = "average_logits"
-    resize_size: int = 256
-    crop_size: int = 224
-    train_hflip: bool = True
+    crop_mode: str = _model_default("crop_mode")
+    crop_strategy: str = _model_default("crop_strategy", "average_logits")
+    resize_size: int = _model_default("resize_size")
+    crop_size: int = _model_default("crop_size")
+    train_hflip: bool = _model_default("train_hflip")
     # standard crop: the random crop's share of the image area and its aspect-ratio range,
     # as torchvision's RandomResizedCrop(scale=..., ratio=...)
-    crop_scale_min: float = 0.08
-    crop_scale_max: float = 1.0
-    crop_ratio_min: float = 0.75
-    crop_ratio_max: float = 1.333333  # 4/3 to the six decimals the form shows
+    crop_scale_min: float = _model_default("crop_scale_min")
+    crop_scale_max: float = _model_default("crop_scale_max")
+    crop_ratio_min: float = _model_default("crop_ratio_min")
+    crop_ratio_max: float = _model_default("crop_ratio_max")
     # training augmentations from torchvision.transforms.v2, standard crop only, all off
-    color_jitter_brightness: float = 0.0
-    color_jitter_contrast: float = 0.0
-    color_jitter_saturation: float = 0.0
-    color_jitter_hue: float = 0.0
-    rotation_degrees: float = 0.0
-    auto_augment: str = "none"
+    color_jitter_brightness: float = _model_default("color_jitter_brightness", 0.0)
+    color_jitter_contrast: float = _model_default("color_jitter_contrast", 0.0)
+    color_jitter_saturation: float = _model_default("color_jitter_saturation", 0.0)
+    color_jitter_hue: float = _model_default("color_jitter_hue", 0.0)
+    rotation_degrees: float = _model_default("rotation_degrees", 0.0)
+    auto_augment: str = _model_default("auto_augment", "none")
     # torchvision's reference --ra-magnitude (9) and RandAugment's num_ops (2)
-    rand_augment_num_ops: int = 2
-    rand_augment_magnitude: int = 9
-    mixup_alpha: float = 0.0
-    cutmix_alpha: float = 0.0
-    label_smoothing: float = 0.0  # of the training loss; validation loss stays plain
+    rand_augment_num_ops: int = _model_default("rand_augment_num_ops", 2)
+    rand_augment_magnitude: int = _model_default("rand_augment_magnitude", 9)
+    mixup_alpha: float = _model_default("mixup_alpha", 0.0)
+    cutmix_alpha: float = _model_default("cutmix_alpha", 0.0)
+    # of the training loss; the validation loss stays plain
+    label_smoothing: float = _model_default("label_smoothing", 0.0)
     # optimisation
-    epochs: int = 10
+    epochs: int = _model_default("epochs", 10)
     # batch_size is per process: under torchrun with N processes the global batch is
-    # N * batch_size, and lr applies to that global batch (gradients are averaged).
-    batch_size: int = 32
-    optimizer: str = "sgd"
-    lr: float = 0.001
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    scheduler: str = "step"
-    lr_step_size: int = 7
-    lr_gamma: float = 0.1
-    imbalance: str = "none"
+    # N * batch_size, and lr applies to that global batch (gradients are averaged). A batch
+    # larger than the training set trains on the whole set (training_set_size).
+    batch_size: int = _model_default("batch_size")
+    optimizer: str = _model_default("optimizer")
+    lr: float = _model_default("lr")
+    momentum: float = _model_default("momentum")
+    weight_decay: float = _model_default("weight_decay")
+    scheduler: str = _model_default("scheduler")
+    lr_step_size: int = _model_default("lr_step_size")
+    lr_gamma: float = _model_default("lr_gamma")
+    imbalance: str = _model_default("imbalance", "none")
     # stop once the watched validation figure has not improved for this many epochs
-    early_stopping: str = "off"
-    early_stopping_patience: int = 3
+    early_stopping: str = _model_default("early_stopping", "off")
+    early_stopping_patience: int = _model_default("early_stopping_patience", 3)
     # speed
     amp: bool = True
     amp_dtype: str = "auto"  # auto: bfloat16 where the GPU supports it, else float16
@@ -206,6 +222,13 @@ class TrainConfig:
                *_model_problems(self), *_number_problems(self),
                *_augmentation_problems(self)]
         return [(name, problem_text(name, message)) for name, message in raw]
+
+
+def defaults_by_model(name: str) -> dict[str, Any]:
+    """Each model's default of field ``name``, by model: the value choosing that model sets
+    (``MODEL_DEFAULTS``), else the field's own default, which choosing it leaves alone."""
+    field_default = getattr(TrainConfig(), name)
+    return {model: MODEL_DEFAULTS.get(model, {}).get(name, field_default) for model in MODELS}
 
 
 _Problems = list[tuple[str, str]]

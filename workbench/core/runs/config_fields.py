@@ -232,7 +232,8 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
     FieldDescription(
         "batch_size", "Batch size",
         "Images per training step, per process under torchrun; a larger batch needs more "
-        "memory.", unit="images (each with all its crops)"),
+        "memory. A batch larger than the training set trains on the whole set, one step an "
+        "epoch.", unit="images (each with all its crops)"),
     FieldDescription(
         "optimizer", "Optimizer", "The rule that turns gradients into weight updates.",
         choices={"sgd": "SGD with momentum", "adamw": "AdamW"}),
@@ -379,7 +380,8 @@ def applies(name: str, config: Any, context: FieldContext | None = None) -> bool
     return describe(name).applies(config, context or FieldContext())
 
 
-def help_text(name: str, default: Any = None, list_values: bool = True) -> str:
+def help_text(name: str, default: Any = None, list_values: bool = True,
+              per_model: Mapping[str, Any] | None = None) -> str:
     """Help, unit, values, when it applies and default in one paragraph.
 
     Args:
@@ -388,6 +390,9 @@ def help_text(name: str, default: Any = None, list_values: bool = True) -> str:
         list_values: list every choice as ``value = label`` (the command line's ``--help``);
             False where the choices are on screen already (a combo box's tooltip), which then
             names the default by its label.
+        per_model: each model's default (model -> value), shown instead of ``default``: one
+            value where the models agree, else the value with each model, as choosing a
+            model sets it.
     """
     description = describe(name)
     parts = [description.help]
@@ -398,11 +403,23 @@ def help_text(name: str, default: Any = None, list_values: bool = True) -> str:
         parts.append(f"Values: {listed}.")
     if description.applies_text:
         parts.append(f"Used only {description.applies_text}.")
-    if default is not None:
-        shown = default if default != "" else "empty"
-        if isinstance(default, bool):
-            shown = "on" if default else "off"
-        elif description.choices and not list_values:
-            shown = description.choice_label(str(default))
+    if per_model and len({repr(value) for value in per_model.values()}) > 1:
+        shown = ", ".join(f"{_shown_default(description, value, list_values)} with {model}"
+                          for model, value in per_model.items())
         parts.append(f"Default: {shown}.")
+    elif per_model:
+        common = next(iter(per_model.values()))
+        parts.append(f"Default: {_shown_default(description, common, list_values)}.")
+    elif default is not None:
+        parts.append(f"Default: {_shown_default(description, default, list_values)}.")
     return " ".join(parts)
+
+
+def _shown_default(description: FieldDescription, default: Any, list_values: bool) -> str:
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if default == "":
+        return "empty"
+    if description.choices and not list_values:
+        return description.choice_label(str(default))
+    return str(default)

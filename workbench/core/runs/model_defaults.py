@@ -10,9 +10,11 @@ ten every 7 epochs.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from workbench.core.runs.config import TrainConfig
+# The model a new config starts with. TrainConfig's field defaults are this model's defaults
+# (config.py reads them from here), so the form, the command line and --help agree with a run.
+DEFAULT_MODEL = "resnet18"
 
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "small_cnn": {
@@ -43,7 +45,21 @@ def native_crop_size(model: str) -> int | None:
     return int(size) if size is not None else None
 
 
-def apply_model_defaults(config: TrainConfig, explicit: Collection[str] = ()) -> TrainConfig:
+class _Config(Protocol):
+    """What these functions read of a TrainConfig (config.py imports this module, so it
+    cannot be imported here)."""
+
+    model: str
+    weights: str
+    finetune: str
+
+    def replace(self, **changes: Any) -> Any: ...
+
+
+Config = TypeVar("Config", bound=_Config)
+
+
+def apply_model_defaults(config: Config, explicit: Collection[str] = ()) -> Config:
     """``config`` with its model's defaults in every field not named in ``explicit``."""
     defaults = MODEL_DEFAULTS.get(config.model, {})
     return config.replace(**{name: value for name, value in defaults.items()
@@ -51,8 +67,8 @@ def apply_model_defaults(config: TrainConfig, explicit: Collection[str] = ()) ->
 
 
 def full_finetune_for_random_weights(
-    config: TrainConfig, explicit: Collection[str] = ()
-) -> tuple[TrainConfig, str | None]:
+    config: Config, explicit: Collection[str] = ()
+) -> tuple[Config, str | None]:
     """Switch 'last_layer' to 'full' when the network starts from random weights.
 
     Returns:
@@ -66,7 +82,7 @@ def full_finetune_for_random_weights(
         "only the last layer on a random frozen network learns next to nothing.")
 
 
-def random_frozen_backbone_problem(config: TrainConfig) -> str | None:
+def random_frozen_backbone_problem(config: _Config) -> str | None:
     """A problem sentence for weights 'none' with 'last_layer', else None."""
     if config.weights == "none" and config.finetune == "last_layer":
         return RANDOM_FROZEN_BACKBONE + "; choose finetune 'full' or other weights"

@@ -60,6 +60,7 @@ from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import build_optimizer, build_scheduler
 from workbench.core.training.plan import plan_run
 from workbench.core.training.session_setup import (
+    fit_to_training_set,
     image_cache_messages,
     scan_for_training,
     seed_everything,
@@ -111,12 +112,16 @@ class TrainingSession:
         self.plan = plan_run(cfg, device, self.dist.enabled)
         self.device = self.plan.device
         self.scan = scan_for_training(cfg)
+        self.config, size_notes = fit_to_training_set(cfg, self.scan, self.dist.world_size)
+        cfg = self.config
         resume_state = load_checkpoint(cfg.resume) if cfg.resume else None
         self._open_run_dir(resume_state)
         for level, text in self.dist.start_messages(cfg.batch_size, cfg.imbalance):
             self._say(level, text)
         for warning in self.scan.warnings():
             self._say("warning", warning)
+        for level, text in size_notes:
+            self._say(level, text)
         for level, text in self.plan.notes:
             self._say(level, text)
         self._build_data()

@@ -15,7 +15,7 @@ from workbench.core.data.health.exclusion_list import apply_exclusions
 from workbench.core.data.image_cache import cache_path
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.config_fields import problem_text
+from workbench.core.runs.training_set_size import effective_batch_size, small_set_expectation
 
 # Images looked up in the cache to judge how much of a dataset it already holds.
 CACHE_PROBES = 64
@@ -25,24 +25,33 @@ def scan_for_training(config: TrainConfig) -> DatasetScan:
     """Scan ``config.data_root`` and refuse what cannot be trained.
 
     Raises:
-        DatasetError: Fewer than 2 classes, no training or validation images, or a batch
-            larger than the training set.
+        DatasetError: Fewer than 2 classes, no training or no validation images; the
+            message names the folder (and the class) and what to add.
     """
     scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
     scan = apply_exclusions(scan, config.exclude_file)  # files the user chose to leave out
     if len(scan.class_names) < 2:
-        raise DatasetError(f"{config.data_root}: needs at least 2 class folders, "
-                           f"found {len(scan.class_names)}")
+        found = ", ".join(f"'{name}'" for name in scan.class_names)
+        raise DatasetError(f"{config.data_root}: needs at least 2 class folders, found "
+                           f"{len(scan.class_names)} ({found}); a classifier tells classes "
+                           "apart, so add a folder of images for each other class")
     if not scan.train:
         raise DatasetError(f"{config.data_root}: no training images found")
     if not scan.val:
         raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
-                           "more images per class for the automatic split")
-    if config.batch_size > len(scan.train):
-        raise DatasetError(problem_text(
-            "batch_size", f"{config.batch_size} is more than the {len(scan.train)} training "
-                          f"images in {config.data_root}; lower batch_size"))
+                           "at least 2 images to a class for the automatic split")
     return scan
+
+
+def fit_to_training_set(config: TrainConfig, scan: DatasetScan,
+                        world_size: int = 1) -> tuple[TrainConfig, list[tuple[str, str]]]:
+    """``config`` with its batch lowered to the training set where it is larger, and
+    (level, text) lines saying so and what to expect of a small validation set."""
+    batch = effective_batch_size(config, len(scan.train), world_size)
+    notes = [("info", batch.sentence)] if batch.clamped else []
+    expectation = small_set_expectation(len(scan.train), len(scan.val))
+    notes += [("info", expectation)] if expectation else []
+    return config.replace(batch_size=batch.batch_size), notes
 
 
 def image_cache_messages(config: TrainConfig, scan: DatasetScan) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.config import TrainConfig, defaults_by_model
 from workbench.core.runs.config_fields import FieldContext, applies, describe, help_text
 from workbench.core.runs.model_defaults import (
     apply_model_defaults,
@@ -297,7 +297,8 @@ class ConfigForm(QWidget):
             for field in fields:
                 row = FieldRow(self._bindings[field], group)
                 row.setObjectName(f"field_{field}")
-                row.set_help(help_text(field, getattr(defaults, field), list_values=False))
+                row.set_help(help_text(field, getattr(defaults, field), list_values=False,
+                                       per_model=defaults_by_model(field)))
                 self._rows[field] = row
                 if isinstance(self._bindings[field], CheckBinding):
                     form.addRow("", row)  # the check box carries the label

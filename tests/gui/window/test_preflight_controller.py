@@ -122,8 +122,10 @@ def test_a_batch_larger_than_the_training_set_is_a_note_and_start_stays_enabled(
     assert_checking(window)
     wait_for_check(qtbot, window)
     assert window.controls.start_button.isEnabled()
-    assert start_line(window) == ("Note: Batch size (batch_size): 64 is more than the 16 training "
-                                  "images: each step will use all 16")
+    # The run's own sentence, as its log will say it.
+    assert start_line(window) == ("Note: Batch size (batch_size) 64 is more than the 16 training "
+                                  "images, so the run trains with a batch of 16: one step an "
+                                  "epoch, every image in it.")
 
     window.config_form.edit_field("batch_size", 16)  # all of them: nothing to say
     assert_startable(qtbot, window)

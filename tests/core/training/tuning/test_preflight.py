@@ -154,9 +154,9 @@ def test_a_batch_larger_than_the_training_set_is_a_note_not_a_problem(good_folde
     # 2 classes x 10 images, 2 of each held out: 16 training images.
     result = preflight(small_config(good_folder, tmp_path, batch_size=64))
     assert result.can_start
-    assert texts(result.notes) == [
-        "Batch size (batch_size): 64 is more than the 16 training images: each step will "
-        "use all 16"]
+    assert texts(result.notes) == [  # the sentence the run's log gives
+        "Batch size (batch_size) 64 is more than the 16 training images, so the run trains "
+        "with a batch of 16: one step an epoch, every image in it."]
     assert preflight(small_config(good_folder, tmp_path, batch_size=16)).notes == ()
 
 

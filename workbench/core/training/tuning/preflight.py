@@ -24,6 +24,7 @@ from workbench.core.models.checkpoint_format import CheckpointError, load_checkp
 from workbench.core.runs.atomic_io import describe_os_error
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import problem_text
+from workbench.core.runs.training_set_size import effective_batch_size
 from workbench.core.training.session_setup import scan_for_training
 
 WRITE_TEST_PREFIX = ".workbench-write-test-"
@@ -111,13 +112,9 @@ def reason_first(message: str, root: str) -> str:
 
 
 def _batch_notes(config: TrainConfig, train_images: int) -> list[Finding]:
-    # Until the run's batch clamp is shared from core (small-folders), this says what it does:
-    # a batch larger than the training set becomes the whole training set.
-    if config.batch_size <= train_images:
-        return []
-    return [Finding("batch_size", problem_text(
-        "batch_size", f"{config.batch_size} is more than the {train_images} training images: "
-                      f"each step will use all {train_images}"))]
+    """The run's own sentence when it will lower the batch to the training set."""
+    batch = effective_batch_size(config, train_images)
+    return [Finding("batch_size", batch.sentence)] if batch.clamped else []
 
 
 def _device_problems(config: TrainConfig) -> list[Finding]:

@@ -29,6 +29,8 @@ def open_dataset(qtbot, window: MainWindow, folder: Path) -> None:
 
 
 def click_start(qtbot, window: MainWindow) -> None:
+    """Click Start once the pre-flight check of the current settings lets it."""
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)
     qtbot.mouseClick(window.controls.start_button, Qt.MouseButton.LeftButton)
 
 
@@ -196,9 +198,11 @@ def test_a_failure_before_the_first_epoch_is_shown_without_the_previous_runs_fig
     assert_first_run_is_shown(window, epochs=1)
     loss_plot = window.plots.plot_items()[0]
     assert loss_plot.viewRange()[0][1] > 0.9  # the first run's epoch axis
-    in_the_way = tmp_path / "in_the_way"
-    in_the_way.write_text("a file where the run folders would go")
-    window.config_form.update_config(output_dir=str(in_the_way))
+    # A weights file that exists but holds no weights: the pre-flight check lets Start go
+    # (it checks that the file is there), and the run fails while it builds the model.
+    in_the_way = tmp_path / "not_weights.pt"
+    in_the_way.write_text("not a state dict")
+    window.config_form.update_config(weights="file", weights_file=str(in_the_way))
     started = []
     window.controller.run_started.connect(started.append)
 

@@ -35,7 +35,7 @@ def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Pat
         form.edit_field("crop_size", 32)
     batch = {"resnet18": 32, "small_cnn": 64}[model]  # each model's default batch_size
     assert (form.config().batch_size, form.config().crop_mode) == (batch, "standard")
-    assert window.controls.start_button.isEnabled(), window.controls.problem_label.text()
+    qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)  # pre-flight
 
     with qtbot.waitSignal(window.controller.run_ended, timeout=RUN_TIMEOUT_MS) as ended:
         qtbot.mouseClick(window.controls.start_button, Qt.MouseButton.LeftButton)

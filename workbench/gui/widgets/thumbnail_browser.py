@@ -41,6 +41,7 @@ TRAIN = "train"
 VAL = "val"
 ALL_CLASSES = -1
 THUMBNAIL_SIZE = 112
+MINIMUM_ROWS = 2
 CACHE_SIZE = 2000
 MAX_QUEUED = 256
 # Thumbnails give way to the preview the user is looking at.
@@ -292,6 +293,8 @@ class ThumbnailBrowser(QListView):
         item_height = thumbnail_size + self.fontMetrics().height() + 10
         self.thumbnail_model.set_item_size(QSize(thumbnail_size + 12, item_height))
         self.setGridSize(QSize(thumbnail_size + 16, item_height + 6))
+        # Two rows at least: one row of a few images reads as a strip, not as a browser.
+        self.setMinimumHeight(MINIMUM_ROWS * self.gridSize().height() + 2 * self.frameWidth())
         self.setSpacing(0)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setSelectionMode(QListView.SelectionMode.SingleSelection)

@@ -14,6 +14,14 @@ from workbench.gui.panels.results.grad_cam_view import GradCamView
 from workbench.gui.panels.results.prediction_gallery import PredictionGallery
 
 TOP_LOSSES = 24
+# A class name longer than this is cut in the cell tab's name, which must stay short enough
+# for the three tab names to show whole.
+TAB_CLASS_CHARS = 12
+
+
+def short_class_name(name: str) -> str:
+    """``name``, or its first characters and '…' when it is longer than TAB_CLASS_CHARS."""
+    return name if len(name) <= TAB_CLASS_CHARS else name[:TAB_CLASS_CHARS - 1] + "\u2026"
 
 
 class ErrorAnalysisView(QWidget):
@@ -38,6 +46,10 @@ class ErrorAnalysisView(QWidget):
             "Images the model confidently puts in another class: check their labels "
             "(double-click opens one).")
         self.tabs = QTabWidget(self)
+        # Every tab's name whole: no eliding, no scroll arrows; the tab bar's width is then the
+        # least the pane is given.
+        self.tabs.setElideMode(Qt.TextElideMode.ElideNone)
+        self.tabs.setUsesScrollButtons(False)
         self.tabs.addTab(self.cell_gallery, "Cell images")
         self.tabs.addTab(self.top_losses_gallery, "Top losses")
         self.tabs.addTab(self.mislabeled_gallery, "Possibly mislabeled")
@@ -84,7 +96,9 @@ class ErrorAnalysisView(QWidget):
         """Show the images of one confusion-matrix cell in the first gallery."""
         rows = cell_rows(self._rows, true_class, predicted_class)
         self.cell_gallery.set_rows(rows)
-        self.tabs.setTabText(0, f"{true_class} \u2192 {predicted_class} ({len(rows)})")
+        self.tabs.setTabText(0, f"{short_class_name(true_class)} \u2192 "
+                                f"{short_class_name(predicted_class)} ({len(rows)})")
+        self.tabs.setTabToolTip(0, f"{true_class} \u2192 {predicted_class}: {len(rows)} images")
         self.tabs.setCurrentWidget(self.cell_gallery)
 
     def clear(self) -> None:
@@ -93,6 +107,7 @@ class ErrorAnalysisView(QWidget):
         for gallery in self.galleries():
             gallery.set_rows([])
         self.tabs.setTabText(0, "Cell images")
+        self.tabs.setTabToolTip(0, "")
         self.grad_cam.clear()
         self.hint.setText("Predictions appear after the first epoch.")
 

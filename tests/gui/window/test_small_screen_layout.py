@@ -113,7 +113,9 @@ def test_the_grad_cam_image_clears_its_caption_and_the_tab_names_show_whole(
     qtbot.wait(50)
 
     view = analysis.grad_cam
-    image = view.image_label.image_rect().translated(view.image_label.pos())
+    pixmap = view.image_label.pixmap()  # as drawn: centred in its widget
+    image = QRect(0, 0, pixmap.width(), pixmap.height())
+    image.moveCenter(view.image_label.geometry().center())
     caption = view.caption.geometry()
     assert not image.isEmpty() and not caption.isEmpty()
     assert not image.intersects(caption), (image, caption)

@@ -46,10 +46,9 @@ class ErrorAnalysisView(QWidget):
             "Images the model confidently puts in another class: check their labels "
             "(double-click opens one).")
         self.tabs = QTabWidget(self)
-        # Every tab's name whole: no eliding, no scroll arrows; the tab bar's width is then the
-        # least the pane is given.
+        # Names are never cut with '…'; the results panel gives the pane their width when it
+        # can, and only a pane too narrow for them scrolls them.
         self.tabs.setElideMode(Qt.TextElideMode.ElideNone)
-        self.tabs.setUsesScrollButtons(False)
         self.tabs.addTab(self.cell_gallery, "Cell images")
         self.tabs.addTab(self.top_losses_gallery, "Top losses")
         self.tabs.addTab(self.mislabeled_gallery, "Possibly mislabeled")

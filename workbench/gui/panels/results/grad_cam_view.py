@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QPainter, QPaintEvent, QPixmap, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
@@ -21,11 +22,14 @@ if TYPE_CHECKING:  # grad_cam imports torch; the window must not at start-up
     from workbench.core.models.grad_cam import GradCam
 
 
-def compute_grad_cam(model_file: str, image_path: str, class_name: str | None) -> GradCam:
-    """Pool thread: Grad-CAM of ``image_path`` under ``model_file``."""
+def compute_grad_cam(model_file: str, image_path: str, class_name: str | None
+                     ) -> tuple[GradCam, np.ndarray]:
+    """Pool thread: Grad-CAM of ``image_path`` under ``model_file``, and its overlay (blended
+    here, so the UI thread only copies finished pixels)."""
     from workbench.core.models.grad_cam import grad_cam_from_model_file
 
-    return grad_cam_from_model_file(model_file, image_path, class_name)
+    result = grad_cam_from_model_file(model_file, image_path, class_name)
+    return result, result.overlay()
 
 
 CAPTION_LINES = 3
@@ -131,9 +135,10 @@ class GradCamView(QWidget):
         """True while a map is being computed."""
         return self._runner.is_busy()
 
-    def _on_grad_cam_ready(self, result: GradCam) -> None:
+    def _on_grad_cam_ready(self, outcome: tuple[GradCam, np.ndarray]) -> None:
+        result, overlay = outcome
         self._result = result
-        self.image_label.set_pixmap(QPixmap.fromImage(numpy_to_qimage(result.overlay())))
+        self.image_label.set_pixmap(QPixmap.fromImage(numpy_to_qimage(overlay)))
         self.caption.setText(f"Grad-CAM for '{result.class_name}' "
                              f"({100 * result.probability:.0f}%): red is where the evidence "
                              f"for it lies. {result.path}")

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+import workbench
 from workbench.bench.report import BenchRow, info_row, limit_row
 
 HEARTBEAT_MS = 10
@@ -281,8 +282,11 @@ def measure_grad_cam(root: Path, model_file: str, images: list[str],
 
 
 def _fresh_process(args: list[str], root: Path) -> subprocess.CompletedProcess[str]:
+    # The child measures this workbench, wherever it was imported from (it runs in ``root``).
+    source = str(Path(workbench.__file__).resolve().parents[1])
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(root / "config"),
-               WORKBENCH_CACHE_DIR=str(root / "cache"))
+               WORKBENCH_CACHE_DIR=str(root / "cache"), PYTHONPATH=os.pathsep.join(
+                   [source, *filter(None, [os.environ.get("PYTHONPATH")])]))
     done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
                           timeout=900, cwd=root)
     if done.returncode != 0:

@@ -3,8 +3,7 @@ predictions, with Grad-CAM, and export.
 
 The table and matrix show the best epoch so far, the one ``best_model.pt`` holds; clicking a
 matrix cell shows its images. predictions.csv is read in the thread pool whenever a new best
-epoch wrote it. Export runs in the pool too, because it checks the TorchScript file in a fresh
-Python process.
+epoch wrote it. Export runs in a child process the pool waits on (see ``export_worker``).
 """
 
 from __future__ import annotations

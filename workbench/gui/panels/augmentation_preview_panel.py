@@ -8,41 +8,28 @@ arrays into pixmaps and paints the boxes.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import TYPE_CHECKING
 
-import numpy as np
-from PySide6.QtCore import QPoint, QRect, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
+from PySide6.QtCore import QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QFrame,
-    QGridLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from workbench.core.runs.config import TrainConfig
-from workbench.gui.widgets.image_conversion import numpy_to_qimage
+from workbench.gui.panels.split_preview_view import SplitPreviewView
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:
-    from workbench.core.data.five_crop_preview import AugmentationPreview, CropPreview
+    from workbench.core.data.five_crop_preview import AugmentationPreview
 
-BOX_COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4")
-RESIZED_MAX_HEIGHT = 240
-RESIZED_MAX_WIDTH = 640
-CROP_COLUMNS = 5
-# Crops narrower than this are shown enlarged by a whole factor.
-MIN_CROP_DISPLAY = 48
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
 DEBOUNCE_MS = 30
 # The settings a preview depends on; changing any other (lr, epochs...) keeps the preview.
@@ -66,59 +53,6 @@ def timed_preview(path: str, config: TrainConfig, seed: int = 0
     return preview, time.perf_counter() - start
 
 
-def box_colour(index: int, label: str) -> QColor:
-    """Colour of a crop: a mirrored crop shares the colour of the corner its pixels come from."""
-    corners = ("top-left", "top-right", "bottom-left", "bottom-right", "center")
-    base = label.replace(" (flipped)", "")
-    position = corners.index(base) if base in corners else index
-    return QColor(BOX_COLOURS[position % len(BOX_COLOURS)])
-
-
-def draw_crop_boxes(resized: np.ndarray, crops: CropPreview) -> QPixmap:
-    """The resized image scaled for display, with each crop's box outlined and numbered.
-
-    Mirrored crops are dashed and numbered in their box's lower-right corner, so a ten-crop's
-    two boxes on the same corner stay readable.
-    """
-    pixmap = QPixmap.fromImage(numpy_to_qimage(resized))
-    height, width = resized.shape[:2]
-    # Fit the display box both ways: small images (digits, thumbnails) are enlarged with
-    # nearest-neighbour sampling so their pixels stay visible as pixels.
-    scale = min(RESIZED_MAX_HEIGHT / height, RESIZED_MAX_WIDTH / width)
-    if scale != 1.0:
-        mode = (Qt.TransformationMode.SmoothTransformation if scale < 1.0
-                else Qt.TransformationMode.FastTransformation)
-        pixmap = pixmap.scaled(round(width * scale), round(height * scale),
-                               Qt.AspectRatioMode.IgnoreAspectRatio, mode)
-    painter = QPainter(pixmap)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    font = QFont(painter.font())
-    font.setPixelSize(12)
-    font.setBold(True)
-    painter.setFont(font)
-    for index, ((left, top, box_w, box_h), label) in enumerate(
-        zip(crops.boxes, crops.labels, strict=False)
-    ):
-        colour = box_colour(index, label)
-        flipped = "(flipped)" in label
-        rect = QRect(round(left * scale), round(top * scale),
-                     round(box_w * scale) - 1, round(box_h * scale) - 1)
-        pen = QPen(colour, 2, Qt.PenStyle.DashLine if flipped else Qt.PenStyle.SolidLine)
-        painter.setPen(pen)
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawRect(rect.adjusted(1, 1, -1, -1))
-        tag = QRect(0, 0, 22, 16)
-        if flipped:
-            tag.moveBottomRight(rect.bottomRight() - QPoint(2, 2))
-        else:
-            tag.moveTopLeft(rect.topLeft() + QPoint(2, 2))
-        painter.fillRect(tag, colour)
-        painter.setPen(QColor("white"))
-        painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, str(index + 1))
-    painter.end()
-    return pixmap
-
-
 def describe_preview(preview: AugmentationPreview, config: TrainConfig, seconds: float) -> str:
     """The status line, e.g. '5 crops of 224x224 from a 6000x4000 image resized to ...'."""
     count = len(preview.train.boxes)  # a mixed tile is no further crop
@@ -131,111 +65,8 @@ def describe_preview(preview: AugmentationPreview, config: TrainConfig, seconds:
     )
 
 
-def crop_note(crops: CropPreview) -> str:
-    """What the annotated image shows, next to it."""
-    height, width = crops.resized.shape[:2]
-    text = (
-        f"The image resized to {width}x{height}. Each box is where a crop is cut; "
-        "the crops below are exactly what the model receives, at model resolution."
-    )
-    if any("(flipped)" in label for label in crops.labels):
-        text += " Dashed boxes are cut from the mirrored image."
-    return text
-
-
 def _preview_settings(config: TrainConfig) -> tuple[object, ...]:
     return tuple(getattr(config, name) for name in PREVIEW_FIELDS)
-
-
-class CropTile(QFrame):
-    """One crop at model resolution, framed in its box's colour, with a caption."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.image_label = QLabel()
-        self.image_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.caption_label = QLabel()
-        self.caption_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(3, 3, 3, 3)
-        layout.setSpacing(2)
-        layout.addWidget(self.image_label)
-        layout.addWidget(self.caption_label)
-
-    def show_crop(self, pixmap: QPixmap, caption: str, colour: QColor) -> None:
-        """Show the pixels the model receives: as they are, or, for crops too small to see
-        (28x28 digits), enlarged by a whole factor so every pixel stays one square."""
-        factor = max(1, math.ceil(MIN_CROP_DISPLAY / max(1, pixmap.width())))
-        if factor > 1:
-            pixmap = pixmap.scaled(pixmap.width() * factor, pixmap.height() * factor,
-                                   Qt.AspectRatioMode.IgnoreAspectRatio,
-                                   Qt.TransformationMode.FastTransformation)
-            first, *rest = caption.split("\n")  # the enlargement belongs to the crop's line
-            caption = "\n".join([f"{first} (\u00d7{factor})", *rest])
-        self.image_label.setPixmap(pixmap)
-        self.caption_label.setText(caption)
-        self.setStyleSheet(
-            f"CropTile {{ border: 3px solid {colour.name()}; border-radius: 3px; }}"
-        )
-
-
-class SplitPreviewView(QGroupBox):
-    """One split (train or val): the annotated resized image above a grid of crop tiles."""
-
-    def __init__(self, title: str, parent: QWidget | None = None) -> None:
-        super().__init__(title, parent)
-        self.resized_label = QLabel()
-        self.resized_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self.note_label = QLabel()
-        self.note_label.setWordWrap(True)
-        self.note_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        self.tiles: list[CropTile] = []
-        self._grid = QGridLayout()
-        self._grid.setSpacing(6)
-        self._grid.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        top = QHBoxLayout()
-        top.addWidget(self.resized_label)
-        top.addWidget(self.note_label, 1)
-        self._layout = QVBoxLayout(self)
-        self._layout.addLayout(top)
-        self._layout.addLayout(self._grid)
-        self._layout.addStretch(1)
-
-    def add_action(self, button: QPushButton) -> None:
-        """A button on its own row at the top of the box."""
-        row = QHBoxLayout()
-        row.addWidget(button)
-        row.addStretch(1)
-        self._layout.insertLayout(0, row)
-
-    def show_preview(self, crops: CropPreview) -> None:
-        """Draw the boxes on the resized image and one tile per crop."""
-        self.resized_label.setPixmap(draw_crop_boxes(crops.resized, crops))
-        self.note_label.setText(crop_note(crops))
-        self._set_tile_count(len(crops.crops))
-        for index, (tile, crop, label) in enumerate(
-            zip(self.tiles, crops.crops, crops.labels, strict=False)
-        ):
-            pixmap = QPixmap.fromImage(numpy_to_qimage(crop))
-            tile.show_crop(pixmap, f"{index + 1} · {label}", box_colour(index, label))
-
-    def clear_preview(self) -> None:
-        """Show nothing (e.g. after an unreadable image)."""
-        self.resized_label.clear()
-        self.note_label.clear()
-        self._set_tile_count(0)
-
-    def _set_tile_count(self, count: int) -> None:
-        while len(self.tiles) > count:
-            tile = self.tiles.pop()
-            self._grid.removeWidget(tile)
-            tile.deleteLater()
-        while len(self.tiles) < count:
-            tile = CropTile()
-            position = len(self.tiles)
-            self._grid.addWidget(tile, position // CROP_COLUMNS, position % CROP_COLUMNS)
-            self.tiles.append(tile)
 
 
 class AugmentationPreviewPanel(QWidget):

@@ -74,6 +74,9 @@ class LrFinderDialog(QDialog):
         self.progress = QProgressBar(self)
         self.plot = pg.PlotWidget(self, background="w")
         self.plot.setLogMode(x=True, y=False)
+        # The ticks read the lr itself (10⁻⁵, 0.001, 1): an SI prefix would scale them once more
+        # ("(x0.001)", a suggestion of 1e-3 read as 1) whenever the sweep ends below 1.
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.plot.setLabel("bottom", "learning rate (log scale)")
         self.plot.setLabel("left", "smoothed training loss")
         self.plot.showGrid(x=True, y=True, alpha=0.3)
@@ -203,8 +206,12 @@ class LrFinderDialog(QDialog):
             self.progress.setValue(step + 1)
 
     def _on_result_ready(self, result: object) -> None:
-        if not self._is_current(self.sender()):
-            return
+        if self._is_current(self.sender()):
+            self.show_result(result)
+
+    def show_result(self, result: object) -> None:
+        """Draw a finished test (an ``LrFinderResult``): its curve, the suggestion marked at
+        its lr, and the sentence saying what was suggested."""
         self._lrs, self._losses = list(result.lrs), list(result.losses)
         self._dirty = True
         self._update_curve()
@@ -214,6 +221,7 @@ class LrFinderDialog(QDialog):
         if self._suggestion is not None:
             self.marker.setPos(math.log10(self._suggestion))  # in log mode, x is log10(lr)
             self.marker.setVisible(True)
+        self._update_buttons()
 
     def _on_errored(self, message: str) -> None:
         if not self._is_current(self.sender()):

@@ -3,8 +3,7 @@ predictions, with Grad-CAM, and export.
 
 The table and matrix show the best epoch so far, the one ``best_model.pt`` holds; clicking a
 matrix cell shows its images. predictions.csv is read in the thread pool whenever a new best
-epoch wrote it. Export runs in the pool too, because it checks the TorchScript file in a fresh
-Python process.
+epoch wrote it. Export runs in a child process the pool waits on (see ``export_worker``).
 """
 
 from __future__ import annotations
@@ -12,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -34,6 +34,9 @@ from workbench.gui.widgets.confusion_matrix_view import ConfusionMatrixView
 from workbench.gui.widgets.path_dialog import PathDialog, open_path
 from workbench.gui.workers.export_worker import ExportJob, ExportSignals
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
+
+# Pixels beside the galleries' tab names: the tab widget's frame.
+TAB_BAR_SLACK = 8
 
 if TYPE_CHECKING:  # the export module imports torch; the panel must not at import time
     from workbench.core.models.export import ExportResult
@@ -291,6 +294,23 @@ class ResultsPanel(QWidget):
         names = self._class_names
         if max(true_index, predicted_index) < len(names):
             self.analysis.show_cell(names[true_index], names[predicted_index])
+            self._fit_analysis_tab_names()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        # After the splitter has shared out the new width (a hidden tab's panel gets its size
+        # when shown, before its children get theirs).
+        QTimer.singleShot(0, self, self._fit_analysis_tab_names)
+
+    def _fit_analysis_tab_names(self) -> None:
+        """Widen the galleries' pane to their tab names, taking what the figures can spare: on a
+        1366-wide window the names show whole instead of behind scroll arrows."""
+        figures_width, analysis_width = self._splitter.sizes()
+        wanted = self.analysis.tabs.tabBar().sizeHint().width() + TAB_BAR_SLACK
+        spare = figures_width - self._figures.minimumSizeHint().width()
+        shift = min(wanted - analysis_width, spare)
+        if shift > 0:
+            self._splitter.setSizes([figures_width - shift, analysis_width + shift])
 
     def _build_layout(self) -> None:
         buttons = QHBoxLayout()
@@ -309,6 +329,7 @@ class ResultsPanel(QWidget):
         splitter.addWidget(self.analysis)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
+        self._splitter, self._figures = splitter, figures
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary_label)
         layout.addWidget(splitter, 1)

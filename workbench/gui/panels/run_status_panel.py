@@ -24,6 +24,7 @@ from workbench.gui.widgets.elided_label import ElidedLabel
 
 LABEL_INTERVAL_S = 0.25
 DIAGNOSIS_INTERVAL_S = 3.0
+STATE_LINES = 3
 STATE_TEXT = {"completed": "Completed", "cancelled": "Stopped", "failed": "Failed"}
 
 
@@ -44,9 +45,10 @@ class RunStatusPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        # One line whatever it holds (a failed run's error can be thousands of characters): the
+        # A failed run's reason is read whole when it is a sentence or two: it wraps onto up to
+        # STATE_LINES lines. Past that (an error can be thousands of characters) it is cut; the
         # whole text is in the tooltip and the log, never in the window's width.
-        self.state_label = ElidedLabel("Idle", self)
+        self.state_label = ElidedLabel("Idle", self, max_lines=STATE_LINES)
         self.state_label.setObjectName("runState")
         font = self.state_label.font()
         font.setBold(True)
@@ -112,8 +114,9 @@ class RunStatusPanel(QWidget):
 
     # ------------------------------------------------------------------ public API
     def set_state(self, text: str) -> None:
-        """The state above the bars ('Starting…', 'Training', 'Paused', ...), on one line; a
-        longer text is cut there and shown whole in the tooltip."""
+        """The state above the bars ('Starting…', 'Training', 'Paused', a failure's reason...),
+        wrapped onto at most STATE_LINES lines; a longer text is cut there and shown whole in
+        the tooltip."""
         self.state_label.setText(text)
 
     def clear(self, state: str = "Idle") -> None:

@@ -1,5 +1,5 @@
-"""A one-line label that never widens its window: long text is cut with an ellipsis, and the
-whole text is in its tooltip.
+"""A label that never widens its window: it shows one line (or up to ``max_lines``, wrapped),
+long text is cut with an ellipsis, and the whole text is in its tooltip.
 
 A plain ``QLabel`` asks its layout for the width of its whole text, so a long error message
 (thousands of characters) can make a window wider than the screen, with no way back.
@@ -8,7 +8,7 @@ A plain ``QLabel`` asks its layout for the width of its whole text, so a long er
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent
+from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QTextLayout, QTextOption
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 MINIMUM_WIDTH = 40
@@ -16,14 +16,19 @@ PREFERRED_WIDTH = 400
 
 
 class ElidedLabel(QLabel):
-    """``text()`` is the whole text; the label shows as much as fits on one line.
+    """``text()`` is the whole text; the label shows as much as fits on one line, or with
+    ``max_lines`` above 1 on that many lines, wrapped at words (anywhere in a word longer than
+    the line) and only as high as the text needs.
 
     The tooltip holds the whole text when part of it is hidden (the first line of a multi-line
-    text is shown), unless ``setToolTip`` gave one of its own.
+    text is shown on one line), unless ``setToolTip`` gave one of its own.
     """
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None, max_lines: int = 1
+                 ) -> None:
         super().__init__(text, parent)
+        self.max_lines = max_lines
+        self.setWordWrap(max_lines > 1)
         self._own_tooltip = ""
         self.preferred_width = PREFERRED_WIDTH  # the most its size hint asks for
         # Preferred: it asks for its text's width (up to preferred_width) and may be given as
@@ -41,28 +46,66 @@ class ElidedLabel(QLabel):
         self._update_tooltip()
 
     def shown_text(self) -> str:
-        """The text as drawn now (with '…' where it was cut)."""
-        first_line = self.text().split("\n", 1)[0]
-        return self.fontMetrics().elidedText(first_line, Qt.TextElideMode.ElideRight,
-                                             max(0, self.contentsRect().width()))
+        """The text as drawn now (with '…' where it was cut), its lines joined by newlines."""
+        return "\n".join(self.shown_lines(self.contentsRect().width()))
+
+    def shown_lines(self, width: int) -> list[str]:
+        """The lines drawn at ``width`` pixels: at most ``max_lines``, the last cut with '…'
+        when the text goes on."""
+        metrics, width = self.fontMetrics(), max(0, width)
+        if self.max_lines <= 1:
+            first_line = self.text().split("\n", 1)[0]
+            return [metrics.elidedText(first_line, Qt.TextElideMode.ElideRight, width)]
+        text = self.text().replace("\n", "\u2028")  # Qt's line separator breaks a line
+        layout = QTextLayout(text, self.font())
+        option = QTextOption()
+        option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        layout.setTextOption(option)
+        lines: list[str] = []
+        layout.beginLayout()
+        while len(lines) < self.max_lines:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(width)
+            start, length = line.textStart(), line.textLength()
+            if len(lines) == self.max_lines - 1 and start + length < len(text):
+                rest = text[start:].replace("\u2028", " ")
+                lines.append(metrics.elidedText(rest, Qt.TextElideMode.ElideRight, width))
+            else:
+                lines.append(text[start:start + length].rstrip("\u2028 "))
+        layout.endLayout()
+        return lines or [""]
 
     def is_elided(self) -> bool:
         """True when part of the text is hidden."""
-        return self.shown_text() != self.text()
+        shown = self.shown_lines(self.contentsRect().width())
+        if self.max_lines <= 1:
+            return shown[0] != self.text()
+        return "".join(shown).replace(" ", "") != self.text().replace("\n", "").replace(" ", "")
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt override
+        return self.max_lines > 1
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt override
+        lines = len(self.shown_lines(width - 2 * self.margin())) if self.max_lines > 1 else 1
+        metrics = self.fontMetrics()
+        return metrics.height() + (lines - 1) * metrics.lineSpacing() + 2 * self.margin() + 2
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(MINIMUM_WIDTH, super().minimumSizeHint().height())
+        return QSize(MINIMUM_WIDTH, self.heightForWidth(self.width()) if self.max_lines > 1
+                     else super().minimumSizeHint().height())
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         hint = super().sizeHint()
-        height = self.fontMetrics().height() + 2 * self.margin() + 2
-        return QSize(min(hint.width(), self.preferred_width), height)
+        return QSize(min(hint.width(), self.preferred_width), self.heightForWidth(self.width()))
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
-        painter.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter),
-                         self.shown_text())
+        alignment = self.alignment() | (Qt.AlignmentFlag.AlignVCenter if self.max_lines <= 1
+                                        else Qt.AlignmentFlag.AlignTop)
+        painter.drawText(self.contentsRect(), int(alignment), self.shown_text())
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)

@@ -31,7 +31,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
+from PySide6.QtGui import QColor, QPainter, QPen, QPixmap, QResizeEvent
 from PySide6.QtWidgets import QListView, QWidget
 
 from workbench.gui.widgets.image_conversion import numpy_to_qimage
@@ -41,6 +41,8 @@ TRAIN = "train"
 VAL = "val"
 ALL_CLASSES = -1
 THUMBNAIL_SIZE = 112
+MINIMUM_ROWS = 2
+MINIMUM_THUMBNAIL_SIZE = 64
 CACHE_SIZE = 2000
 MAX_QUEUED = 256
 # Thumbnails give way to the preview the user is looking at.
@@ -288,10 +290,12 @@ class ThumbnailBrowser(QListView):
         self.setLayoutMode(QListView.LayoutMode.Batched)
         self.setBatchSize(500)
         self.setWrapping(True)
-        self.setIconSize(QSize(thumbnail_size, thumbnail_size))
-        item_height = thumbnail_size + self.fontMetrics().height() + 10
-        self.thumbnail_model.set_item_size(QSize(thumbnail_size + 12, item_height))
-        self.setGridSize(QSize(thumbnail_size + 16, item_height + 6))
+        self._thumbnail_size = thumbnail_size
+        self._set_cell_size(thumbnail_size)
+        # Two rows at least: one row of a few images reads as a strip, not as a browser. On a
+        # small screen the tiles shrink (down to MINIMUM_THUMBNAIL_SIZE) to keep two rows.
+        small = min(thumbnail_size, MINIMUM_THUMBNAIL_SIZE)
+        self.setMinimumHeight(MINIMUM_ROWS * self._row_height(small) + 2 * self.frameWidth())
         self.setSpacing(0)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setSelectionMode(QListView.SelectionMode.SingleSelection)
@@ -300,6 +304,30 @@ class ThumbnailBrowser(QListView):
         self.setVerticalScrollMode(QListView.ScrollMode.ScrollPerPixel)
         self.verticalScrollBar().setSingleStep(24)
         self.selectionModel().currentChanged.connect(self._on_current_changed)
+
+    def thumbnail_size(self) -> int:
+        """The side of the thumbnails as drawn now, in pixels."""
+        return self.iconSize().width()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        text = self._row_height(0)  # caption and padding of a row
+        fitting = self.viewport().height() // MINIMUM_ROWS - text
+        size = max(min(self._thumbnail_size, MINIMUM_THUMBNAIL_SIZE),
+                   min(self._thumbnail_size, fitting))
+        if size != self.thumbnail_size():
+            self._set_cell_size(size)
+
+    def _row_height(self, thumbnail_size: int) -> int:
+        return thumbnail_size + self.fontMetrics().height() + 16
+
+    def _set_cell_size(self, thumbnail_size: int) -> None:
+        """Draw the thumbnails ``thumbnail_size`` wide (they are decoded at the full size and
+        scaled down, so no decode is repeated)."""
+        self.setIconSize(QSize(thumbnail_size, thumbnail_size))
+        item_height = self._row_height(thumbnail_size) - 6
+        self.thumbnail_model.set_item_size(QSize(thumbnail_size + 12, item_height))
+        self.setGridSize(QSize(thumbnail_size + 16, item_height + 6))
 
     def set_paths(self, paths: Sequence[str]) -> None:
         """Show these images (nothing is decoded until a row is painted)."""

@@ -33,6 +33,14 @@ from workbench.gui.panels.results.grad_cam_view import GradCamView
 from workbench.gui.panels.results.prediction_gallery import PredictionGallery
 
 TOP_LOSSES = 24
+# A class name longer than this is cut in the cell tab's name, which must stay short enough
+# for the three tab names to show whole.
+TAB_CLASS_CHARS = 12
+
+
+def short_class_name(name: str) -> str:
+    """``name``, or its first characters and '…' when it is longer than TAB_CLASS_CHARS."""
+    return name if len(name) <= TAB_CLASS_CHARS else name[:TAB_CLASS_CHARS - 1] + "\u2026"
 
 
 class ErrorAnalysisView(QWidget):
@@ -67,6 +75,9 @@ class ErrorAnalysisView(QWidget):
             "this probability. The predictions are of validation images the model never "
             "trained on (out of sample).")
         self.tabs = QTabWidget(self)
+        # Names are never cut with '…'; the results panel gives the pane their width when it
+        # can, and only a pane too narrow for them scrolls them.
+        self.tabs.setElideMode(Qt.TextElideMode.ElideNone)
         self.tabs.addTab(self.cell_gallery, "Cell images")
         self.tabs.addTab(self.top_losses_gallery, "Top losses")
         self.tabs.addTab(self._mislabeled_page(), "Possibly mislabeled")
@@ -125,7 +136,9 @@ class ErrorAnalysisView(QWidget):
         """Show the images of one confusion-matrix cell in the first gallery."""
         rows = cell_rows(self._rows, true_class, predicted_class)
         self.cell_gallery.set_rows(rows)
-        self.tabs.setTabText(0, f"{true_class} \u2192 {predicted_class} ({len(rows)})")
+        self.tabs.setTabText(0, f"{short_class_name(true_class)} \u2192 "
+                                f"{short_class_name(predicted_class)} ({len(rows)})")
+        self.tabs.setTabToolTip(0, f"{true_class} \u2192 {predicted_class}: {len(rows)} images")
         self.tabs.setCurrentWidget(self.cell_gallery)
 
     def clear(self) -> None:
@@ -135,6 +148,7 @@ class ErrorAnalysisView(QWidget):
             gallery.set_rows([])
         self.tabs.setTabText(0, "Cell images")
         self.tabs.setTabText(2, "Possibly mislabeled")
+        self.tabs.setTabToolTip(0, "")
         self.grad_cam.clear()
         self.hint.setText("Predictions appear after the first epoch.")
 

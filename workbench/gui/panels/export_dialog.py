@@ -1,7 +1,7 @@
 """Export a run's model in several formats, each measured on this machine, side by side.
 
 The user ticks the formats (TorchScript, ONNX float32, ONNX INT8, ONNX float16) and a folder;
-each export runs in the thread pool, one after the other, through
+each export runs in a child process started from the thread pool, one after the other, through
 ``workbench.core.models.deployment.export_and_measure``, and adds a row: file size, validation
 accuracy against float32's, top-1 agreement with float32, batch-1 latency, images/s and the
 verdict (an INT8 file that lost more than a point says NOT VERIFIED). *Save report* writes the
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.models.export_formats import DEFAULT_FILE_NAMES, EXPORT_FORMATS
+from workbench.gui.workers.export_worker import export_and_measure_in_fresh_process
 from workbench.gui.workers.pool_tasks import FunctionTask
 
 COLUMNS = ("File", "Format", "Size", "Val accuracy", "Agreement with float32",
@@ -39,9 +40,9 @@ DEFAULT_CHOICE = ("onnx", "onnx-int8")
 
 
 def _export_and_measure(model_file: str, out_path: str, export_format: str) -> object:
-    from workbench.core.models.deployment import export_and_measure  # torch in the pool only
-
-    return export_and_measure(model_file, out_path, export_format)
+    # In a child process: in this one, serialising and importing onnx would hold the
+    # interpreter's lock for seconds and freeze the window.
+    return export_and_measure_in_fresh_process(model_file, out_path, export_format)
 
 
 def _write_report(run_dir: str) -> str:

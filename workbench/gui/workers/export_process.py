@@ -1,6 +1,8 @@
 """The export job's child process: ``python -m workbench.gui.workers.export_process MODEL_FILE
-OUT_PATH FORMAT`` exports and verifies, then prints one JSON line, ``{"result": ExportResult
-fields}`` or ``{"error": message}``. It imports core only, never Qt."""
+OUT_PATH FORMAT [--measure]`` exports and verifies, then prints one JSON line, ``{"result":
+ExportResult fields}`` (with ``--measure``: ``{"deployment": DeploymentResult fields}``, the
+file also measured against float32) or ``{"error": message}``. It imports core only, never
+Qt."""
 
 from __future__ import annotations
 
@@ -26,14 +28,31 @@ def export(model_file: str, out_path: str, export_format: str) -> dict[str, obje
     return {"result": dataclasses.asdict(result)}
 
 
+def export_measured(model_file: str, out_path: str, export_format: str) -> dict[str, object]:
+    """``export_and_measure``'s outcome as a JSON-ready dict."""
+    from workbench.core.models.deployment import export_and_measure
+    from workbench.core.models.export_files import ExportError
+
+    try:
+        result = export_and_measure(model_file, out_path, export_format)
+    except ExportError as exc:
+        return {"error": str(exc)}
+    return {"deployment": dataclasses.asdict(result)}
+
+
 def main(argv: list[str]) -> int:
-    """Export ``MODEL_FILE OUT_PATH FORMAT``; prints the outcome; 0 unless arguments are bad."""
-    if len(argv) != 3 or argv[2] not in ("torchscript", "onnx"):
+    """Export ``MODEL_FILE OUT_PATH FORMAT [--measure]``; prints the outcome; 0 unless the
+    arguments are bad."""
+    from workbench.core.models.export_formats import EXPORT_FORMATS
+
+    measure = argv[3:] == ["--measure"]
+    formats = EXPORT_FORMATS if measure else ("torchscript", "onnx")
+    if len(argv) != 3 + measure or argv[2] not in formats:
         print("usage: python -m workbench.gui.workers.export_process MODEL_FILE OUT_PATH "
-              "torchscript|onnx", file=sys.stderr)
+              "torchscript|onnx, or MODEL_FILE OUT_PATH FORMAT --measure", file=sys.stderr)
         return 2
     try:
-        outcome = export(*argv)
+        outcome = export_measured(*argv[:3]) if measure else export(*argv)
     except BaseException as exc:  # reported as the job's error, never a bare traceback
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         outcome = {"error": f"Export failed unexpectedly: {detail}"}

@@ -38,7 +38,29 @@ def export_in_fresh_process(model_file: str, out_path: str, export_format: str) 
     Raises:
         ExportError: the export failed (its message) or the child process did not report.
     """
-    from workbench.core.models.export import ExportError, ExportResult
+    from workbench.core.models.export import ExportResult
+
+    report = _child_report(model_file, out_path, export_format)
+    return ExportResult(**report["result"])
+
+
+def export_and_measure_in_fresh_process(model_file: str, out_path: str,
+                                        export_format: str) -> object:
+    """Pool thread: ``export_and_measure`` in a child process; its ``DeploymentResult``.
+
+    Raises:
+        ExportError: the export failed (its message) or the child process did not report.
+    """
+    from workbench.core.models.deployment import DeploymentResult
+    from workbench.core.models.export_measurement import ExportFigures
+
+    fields = _child_report(model_file, out_path, export_format, "--measure")["deployment"]
+    return DeploymentResult(**{**fields, "figures": ExportFigures(**fields["figures"])})
+
+
+def _child_report(model_file: str, out_path: str, *arguments: str) -> dict:
+    """The child process's JSON line; raises ExportError with its error or its silence."""
+    from workbench.core.models.export import ExportError
 
     if not Path(model_file).is_file():  # said at once, without starting a process
         raise ExportError(f"cannot export: the model file '{model_file}' does not exist")
@@ -47,7 +69,7 @@ def export_in_fresh_process(model_file: str, out_path: str, export_format: str) 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [source, *filter(None, [os.environ.get("PYTHONPATH")])]))
     command = [sys.executable, "-m", "workbench.gui.workers.export_process", model_file,
-               out_path, export_format]
+               out_path, *arguments]
     try:
         done = subprocess.run(command, capture_output=True, text=True, env=env,
                               timeout=EXPORT_TIMEOUT_S, check=False)
@@ -62,7 +84,7 @@ def export_in_fresh_process(model_file: str, out_path: str, export_format: str) 
                           f"{done.returncode}):\n{tail}") from None
     if "error" in report:
         raise ExportError(report["error"])
-    return ExportResult(**report["result"])
+    return report
 
 
 class ExportJob(QRunnable):

@@ -30,6 +30,7 @@ GROUPS = {
     "worker": "workbench.bench.worker_benchmark",
     "ui": "workbench.bench.ui_latency_benchmark",
     "accuracy": "workbench.bench.accuracy_benchmark",
+    "time_to_accuracy": "workbench.bench.time_to_accuracy",
 }
 DEFAULT_OUTPUT = "bench.json"
 

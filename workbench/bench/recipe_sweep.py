@@ -66,7 +66,7 @@ STAGES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     ("lr refine", ({}, {"lr": 5e-4}, {"lr": 2e-3})),
     ("lr finder", ({}, {"lr_from_finder": 60})),
 )
-QUICK_STAGES = (STAGES[0][0], STAGES[0][1][:2]), ("lr finder", ({}, {"lr_from_finder": 12}))
+QUICK_STAGES = (STAGES[0][0], STAGES[0][1][:2]), ("lr finder", ({}, {"lr_from_finder": 30}))
 BASE = {"model": "small_cnn", "epochs": 6}
 
 
@@ -173,9 +173,10 @@ def pick_winner(scores: list[RecipeScore]) -> RecipeScore:
 
 def sweep(cells: tuple[Cell, ...], stages: Any, seeds: tuple[int, ...], device: str,
           jobs: int, threads: int, base: dict[str, Any] | None = None,
-          start: dict[str, Any] | None = None, say: Any = print) -> dict[str, Any]:
+          start: dict[str, Any] | None = None, say: Any = print,
+          after_stage: Any = None) -> dict[str, Any]:
     """Run the stages in order; each stage's winner is the next stage's starting recipe
-    (``start`` for the first)."""
+    (``start`` for the first). ``after_stage`` gets the result so far after each stage."""
     base = {**BASE, **(base or {})}
     winner: dict[str, Any] = dict(start or {})
     done: dict[str, Trial] = {}
@@ -203,6 +204,14 @@ def sweep(cells: tuple[Cell, ...], stages: Any, seeds: tuple[int, ...], device: 
                              "lrs_used": sorted({t.lr_used for t in trials
                                                  if t.recipe == s.recipe})})
                 say(format_row(rows[-1]), flush=True)
+            if after_stage is not None:
+                after_stage(_result(cells, seeds, device, base, rows, winner))
+    return _result(cells, seeds, device, base, rows, winner)
+
+
+def _result(cells: tuple[Cell, ...], seeds: tuple[int, ...], device: str,
+            base: dict[str, Any], rows: list[dict[str, Any]], winner: dict[str, Any]
+            ) -> dict[str, Any]:
     return {"cells": [c.label for c in cells], "seeds": list(seeds), "device": device,
             "base": base, "rows": rows, "winner": winner}
 
@@ -246,14 +255,19 @@ def main(argv: list[str] | None = None) -> int:
         names = [name.strip() for name in args.stages.split(",")]
         stages = tuple(stage for stage in stages if stage[0] in names)
     started = time.perf_counter()
-    result = sweep(cells, stages, seeds, args.device, args.jobs, args.threads, base,
-                   json.loads(args.start_from))
-    result["seconds"] = round(time.perf_counter() - started, 1)
     given = sys.argv[1:] if argv is None else argv
-    result["command"] = " ".join(["python -m workbench.bench.recipe_sweep", *given])
-    result["date"] = time.strftime("%Y-%m-%d")
-    if args.output:
-        Path(args.output).write_text(json.dumps(result, indent=1) + "\n")
+
+    def write(result: dict[str, Any]) -> None:
+        # Written after every stage too, so a run cut short keeps the stages it finished.
+        result["seconds"] = round(time.perf_counter() - started, 1)
+        result["command"] = " ".join(["python -m workbench.bench.recipe_sweep", *given])
+        result["date"] = time.strftime("%Y-%m-%d")
+        if args.output:
+            Path(args.output).write_text(json.dumps(result, indent=1) + "\n")
+
+    result = sweep(cells, stages, seeds, args.device, args.jobs, args.threads, base,
+                   json.loads(args.start_from), after_stage=write)
+    write(result)
     print(f"winner: {result['winner']}  ({result['seconds']} s)", flush=True)
     return 0
 

@@ -40,3 +40,9 @@ def test_a_training_subset_keeps_the_same_validation_images(tmp_path):
 def test_an_unknown_set_is_named():
     with pytest.raises(ValueError, match="unknown image set 'mnist'"):
         write_real_set("mnist", "unused")
+
+
+def test_a_missing_package_names_the_bench_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(__import__("sys").modules, "skimage", None)
+    with pytest.raises(ImportError, match=r"image set 'faces' needs skimage.*workbench\[bench\]"):
+        write_real_set("faces", tmp_path / "faces")

@@ -55,7 +55,11 @@ def write_real_set(name: str, root: Path | str, train_per_class: int | None = No
     if name not in loaders:
         raise ValueError(f"unknown image set '{name}'; choose from {', '.join(REAL_SETS)}")
     rng = np.random.default_rng(seed)
-    classes = loaders[name](rng)
+    try:
+        classes = loaders[name](rng)
+    except ImportError as exc:
+        raise ImportError(f"image set '{name}' needs {exc.name}: pip install "
+                          "'workbench[bench]' (scikit-learn and scikit-image)") from exc
     root = Path(root)
     for label, (train, val) in classes.items():
         train = _subset(train, train_per_class, rng)

@@ -70,7 +70,8 @@ def warmup_cosine_factor(epoch: int, epochs: int) -> float:
     the warm-up (W epochs train at 1/(W+1), 2/(W+1), ...), then cosine from 1 towards 0.
 
     A lower lr for the first epochs lets batch-norm statistics and the first weights settle
-    before the full rate, which is what kept small sets from spiking (see the README's sweep).
+    before the full rate: on small real sets it raised small_cnn's mean best accuracy from
+    0.712 to 0.763 over cosine alone (the README's recipe sweep).
     """
     warm = warmup_epochs(epochs)
     if epoch < warm:

@@ -80,7 +80,7 @@ def test_choosing_small_cnn_applies_its_defaults_but_keeps_the_flags_given(tmp_p
     assert config.weights == "none" and config.finetune == "full"
     assert (config.crop_mode, config.resize_size, config.crop_size) == ("standard", 28, 28)
     assert config.train_hflip is False
-    assert config.lr == 0.02  # given on the command line, so not the model's 0.05
+    assert config.lr == 0.02  # given on the command line, so not the model's 0.002
     assert config.validate() == []
 
 

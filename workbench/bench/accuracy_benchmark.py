@@ -73,8 +73,13 @@ def workbench_run(config: TrainConfig) -> tuple[float, float]:
     return end.best_val_accuracy, time.perf_counter() - started
 
 
-def plain_run(config: TrainConfig) -> tuple[float, float]:
-    """(best val accuracy, seconds) of the reference recipe on the same flags."""
+def plain_run(config: TrainConfig,
+              history: list[tuple[float, float]] | None = None) -> tuple[float, float]:
+    """(best val accuracy, seconds) of the reference recipe on the same flags.
+
+    ``history``, when given, receives (seconds since the start, val accuracy) at each epoch's
+    end. A one-channel model (small_cnn) gets its images converted to grey, as the engine does.
+    """
     from torchvision.datasets import ImageFolder
     from torchvision.transforms import v2
 
@@ -83,7 +88,8 @@ def plain_run(config: TrainConfig) -> tuple[float, float]:
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     mean, std = normalization_for(config)
-    finish = [v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)]
+    grey = [v2.Grayscale()] if config.in_channels == 1 else []
+    finish = [*grey, v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)]
     train_set = ImageFolder(str(Path(config.data_root) / "train"), transform=v2.Compose([
         v2.PILToTensor(),
         v2.RandomResizedCrop(config.crop_size, scale=(config.crop_scale_min,
@@ -116,7 +122,10 @@ def plain_run(config: TrainConfig) -> tuple[float, float]:
             optimizer.step()
         if scheduler is not None:
             scheduler.step()
-        best = max(best, _evaluate(model, val_loader))
+        accuracy = _evaluate(model, val_loader)
+        best = max(best, accuracy)
+        if history is not None:
+            history.append((time.perf_counter() - started, accuracy))
     return best, time.perf_counter() - started
 
 

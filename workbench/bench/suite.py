@@ -31,6 +31,7 @@ GROUPS = {
     "ui": "workbench.bench.ui_latency_benchmark",
     "accuracy": "workbench.bench.accuracy_benchmark",
     "health": "workbench.bench.health_benchmark",
+    "time_to_accuracy": "workbench.bench.time_to_accuracy",
 }
 DEFAULT_OUTPUT = "bench.json"
 

@@ -252,6 +252,7 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "scheduler", "Learning-rate schedule", "How the learning rate changes over the epochs.",
         choices={"step": "Step (multiply by gamma every few epochs)",
                  "cosine": "Cosine (smoothly down to zero)",
+                 "warmup_cosine": "Warm-up, then cosine (first quarter up)",
                  "none": "Constant"}),
     FieldDescription(
         "lr_step_size", "Step size", "Epochs between two learning-rate drops.", unit="epochs",

@@ -23,7 +23,7 @@ from workbench.core.runs.config import TrainConfig
 def test_grad_cam_of_a_saved_model(tmp_path, model_name):
     torch.manual_seed(0)
     config = TrainConfig(model=model_name, weights="none", resize_size=48, crop_size=40,
-                         )
+                         crop_mode="five_crop")
     model = build_model(config, 3).eval()
     model_file = tmp_path / "best_model.pt"
     write_workbench_file(model_file_data(model, ["a", "b", "c"], config, 1, 0.5), model_file)

@@ -16,7 +16,7 @@ import pytest
 import workbench.core.data.five_crop_preview
 from workbench.bench.ui_latency_benchmark import write_large_photo
 from workbench.core.runs.config import TrainConfig
-from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
+from workbench.gui.panels.preview.augmentation_preview_panel import AugmentationPreviewPanel
 
 TICKS_DURING_DECODE = 3
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -26,6 +27,10 @@ from pathlib import Path
 from typing import Any
 
 TIE = 0.01
+# Fresh interpreters, not forks: a process that has already run autograd (a test session, the
+# app) cannot fork safely ("Unable to handle autograd's threading in combination with
+# fork-based multiprocessing").
+_SPAWN = multiprocessing.get_context("spawn")
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,7 @@ def sweep(cells: tuple[Cell, ...], stages: Any, seeds: tuple[int, ...], device: 
     done: dict[str, Trial] = {}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="workbench-sweep-data-") as tmp, \
-            ProcessPoolExecutor(max_workers=jobs) as pool:
+            ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool:
         folders = {c.label: str(write_cell(c, Path(tmp))) for c in cells}
         for stage, candidates in stages:
             recipes = [{**winner, **candidate} for candidate in candidates]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -34,6 +35,10 @@ LARGE_SETS = (("digits", None, None), ("digits64", None, None), ("faces", None, 
               ("textures", None, None), ("photos", None, None))
 QUICK_SETS = (("digits", 15, 3),)
 REFERENCE_EPOCHS = 9
+# Fresh interpreters, not forks: a process that has already run autograd (a test session, the
+# app) cannot fork safely ("Unable to handle autograd's threading in combination with
+# fork-based multiprocessing").
+_SPAWN = multiprocessing.get_context("spawn")
 
 
 def reference_config(data: Path, root: Path, seed: int, device: str, epochs: int) -> Any:
@@ -149,7 +154,7 @@ def run(quick: bool = False, device: str = "auto", seeds: int = 5,
     chosen = (0,) if quick else tuple(range(seeds))
     todo = [(name, train_count, val_count, chosen, device, 2 if quick else epochs, threads)
             for name, train_count, val_count in sets]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool:
         results = list(pool.map(run_set, todo))
     return [row for job, result in zip(todo, results, strict=True)
             for row in set_rows(job[0], result)]

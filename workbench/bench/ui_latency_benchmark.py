@@ -166,7 +166,7 @@ def measure_preview(root: Path, size: tuple[int, int], stall_traces: Any = None
 
     import workbench.core.data.five_crop_preview  # noqa: F401 - torch loads before measuring
     from workbench.core.runs.config import TrainConfig
-    from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
+    from workbench.gui.panels.preview.augmentation_preview_panel import AugmentationPreviewPanel
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     photo = write_large_photo(root / "large.jpg", size)

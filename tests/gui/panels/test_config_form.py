@@ -309,7 +309,7 @@ def test_the_form_trains_what_the_command_line_trains_for_each_model(qtbot, tmp_
 
 def test_each_tooltip_names_the_default_of_each_model_where_they_differ(qtbot, form):
     lr_help = form.findChild(FieldRow, "field_lr").help_text()
-    assert "Default: 0.001 with resnet18, 0.05 with small_cnn." in lr_help
+    assert "Default: 0.001 with resnet18, 0.002 with small_cnn." in lr_help
     crop_help = form.findChild(FieldRow, "field_crop_mode").help_text()
     assert crop_help.endswith("Default: One crop (random when training, centre when "
                               "validating).")

@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from tests.core.data.health.conftest import folder_snapshot, write_problem_folder
-from workbench.gui.panels.health_findings_panel import TILE_SIZE, HealthFindingsPanel
+from workbench.gui.panels.dataset.health_findings_panel import TILE_SIZE, HealthFindingsPanel
 
 CHECK_TIMEOUT_MS = 30_000
 

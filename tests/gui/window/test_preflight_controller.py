@@ -89,7 +89,9 @@ def test_one_class_disables_start_with_its_reason(qtbot, window, config, good_fo
     wait_for_check(qtbot, window)
     assert not window.controls.start_button.isEnabled()
     assert start_line(window) == ("Cannot start: Data folder (data_root): needs at least 2 class "
-                                  f"folders, found 1 (in {one})")
+                                  "folders, found 1 ('circle'); a classifier tells classes "
+                                  "apart, so add a folder of images for each other class "
+                                  f"(in {one})")
 
     window.open_folder(str(good_folder))
     assert_startable(qtbot, window)

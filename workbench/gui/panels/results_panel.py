@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
-    QHBoxLayout,
+    QGridLayout,
     QLabel,
     QPushButton,
     QSplitter,
@@ -313,12 +313,13 @@ class ResultsPanel(QWidget):
             self._splitter.setSizes([figures_width - shift, analysis_width + shift])
 
     def _build_layout(self) -> None:
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.export_button)
-        buttons.addWidget(self.export_onnx_button)
-        buttons.addWidget(self.export_measured_button)
-        buttons.addWidget(self.open_folder_button)
-        buttons.addStretch(1)
+        # Two rows: four buttons side by side made the window 1,137 px wide at least.
+        buttons = QGridLayout()
+        buttons.addWidget(self.export_button, 0, 0)
+        buttons.addWidget(self.export_onnx_button, 0, 1)
+        buttons.addWidget(self.export_measured_button, 1, 0)
+        buttons.addWidget(self.open_folder_button, 1, 1)
+        buttons.setColumnStretch(2, 1)
         figures = QSplitter(Qt.Orientation.Vertical, self)
         figures.addWidget(self.confusion_view)
         figures.addWidget(self.table)

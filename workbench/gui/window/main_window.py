@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (
 
 from workbench.core.runs.config import ConfigError, TrainConfig, fields_set_in_config_file
 from workbench.core.runs.events import RunEnd
-from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.panels.device_panel import DevicePanel
 from workbench.gui.panels.first_run_panel import FirstRunPanel
 from workbench.gui.panels.log_panel import LogPanel
+from workbench.gui.panels.preview.augmentation_preview_panel import AugmentationPreviewPanel
 from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 from workbench.gui.panels.training_controls import TrainingControls
@@ -51,7 +51,7 @@ from workbench.gui.workers.training_worker import TrainingController
 DEVICE_STATUS_WIDTH = 700  # of the status bar; the rest is for its messages
 
 if TYPE_CHECKING:  # both import pyqtgraph; see build_plot_panels
-    from workbench.gui.panels.dataset_panel import DatasetPanel
+    from workbench.gui.panels.dataset.dataset_panel import DatasetPanel
     from workbench.gui.panels.training_plots import TrainingPlots
 
 
@@ -143,7 +143,7 @@ class MainWindow(QMainWindow):
         """Create the dataset panel and the training plots (they import pyqtgraph); once."""
         if self.dataset_panel is not None:
             return
-        from workbench.gui.panels.dataset_panel import DatasetPanel
+        from workbench.gui.panels.dataset.dataset_panel import DatasetPanel
         from workbench.gui.panels.training_plots import TrainingPlots
 
         self.dataset_panel = DatasetPanel()

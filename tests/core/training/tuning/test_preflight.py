@@ -77,7 +77,9 @@ def test_class_folders_without_images_block_start_naming_the_class(tmp_path):
 def test_one_class_blocks_start(tmp_path):
     root = write_shape_dataset(tmp_path / "data", classes=("circle",), per_class=6, size=(16, 16))
     text = only_problem(preflight(small_config(root, tmp_path)), "data_root")
-    assert text == f"Data folder (data_root): needs at least 2 class folders, found 1 (in {root})"
+    assert text == ("Data folder (data_root): needs at least 2 class folders, found 1 "
+                    "('circle'); a classifier tells classes apart, so add a folder of images "
+                    f"for each other class (in {root})")
 
 
 def test_train_without_val_blocks_start(tmp_path):

@@ -101,12 +101,18 @@ class ErrorAnalysisView(QWidget):
         """The rule with its threshold, above the gallery it fills."""
         page = QWidget(self)
         rule = QHBoxLayout()
-        rule.addWidget(QLabel("Listed when the model gives another class at least", page))
+        rule.addWidget(QLabel("Another class at least", page))
         rule.addWidget(self.mislabel_threshold)
-        rule.addWidget(QLabel("(validation images: out of sample)", page), 1)
+        rule.addStretch(1)
+        # Below the threshold, wrapped: the gallery pane is narrow beside the figures on a
+        # laptop screen, and one unwrapped line here set the window's minimum width.
+        note = QLabel("Validation images only, which the model never trained on.", page)
+        note.setWordWrap(True)
+        note.setToolTip(self.mislabel_threshold.toolTip())
         layout = QVBoxLayout(page)
         layout.setContentsMargins(0, 2, 0, 0)
         layout.addLayout(rule)
+        layout.addWidget(note)
         layout.addWidget(self.mislabeled_gallery, 1)
         return page
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.gui.panels.health_findings_panel import HealthFindingsPanel
+from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
 from workbench.gui.workers.pool_tasks import LatestRequestRunner

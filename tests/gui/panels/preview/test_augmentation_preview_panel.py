@@ -9,7 +9,7 @@ from PIL import Image, ImageDraw
 from PySide6.QtCore import QSize, Qt, QTimer
 
 from workbench.core.runs.config import TrainConfig
-from workbench.gui.panels.augmentation_preview_panel import AugmentationPreviewPanel
+from workbench.gui.panels.preview.augmentation_preview_panel import AugmentationPreviewPanel
 
 PREVIEW_TIMEOUT_MS = 30_000
 

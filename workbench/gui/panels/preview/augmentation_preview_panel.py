@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.runs.config import TrainConfig
-from workbench.gui.panels.split_preview_view import SplitPreviewView
+from workbench.gui.panels.preview.split_preview_view import SplitPreviewView
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:

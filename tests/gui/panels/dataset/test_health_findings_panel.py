@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 
 from tests.core.data.health.conftest import near_copy_maker, write_flat_folder_with_copies
 from workbench.core.data.health.generated_folders import write_distinct_images
-from workbench.gui.panels.dataset_panel import DatasetPanel
-from workbench.gui.panels.health_findings_panel import HealthFindingsPanel
+from workbench.gui.panels.dataset.dataset_panel import DatasetPanel
+from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 
 CHECK_TIMEOUT_MS = 30_000
 

@@ -1,0 +1,1 @@
+"""The Dataset tab: the folder's classes and counts, and its health check."""

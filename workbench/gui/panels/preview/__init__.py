@@ -1,0 +1,1 @@
+"""The Preview tab: augmentations exactly as the model sees them."""

@@ -145,12 +145,13 @@ def _calibration_crops(config: TrainConfig, class_names: list[str], preprocessin
     if images is None:
         raise ExportError(f"INT8 export needs calibration images from the training split; "
                           f"{reason.removeprefix('accuracy not measured: ')}")
-    return images.crops
+    return images.all_crops()
 
 
 def _float32_logits(model: torch.nn.Module, config: TrainConfig,
-                    images: EvaluationImages | None) -> np.ndarray | None:
-    """The eager float32 model's logits for every image: what each export is held against."""
+                    images: EvaluationImages | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The eager float32 model's logits for every image, and the labels: what each export is
+    held against. None when there are no images to measure on."""
     if images is None:
         return None
     mean, std = normalization_for(config)
@@ -160,7 +161,10 @@ def _float32_logits(model: torch.nn.Module, config: TrainConfig,
         with torch.inference_mode():
             return eager(torch.from_numpy(crops)).numpy()
 
-    return image_logits(run, images)
+    try:
+        return image_logits(run, images)
+    except EvaluationUnavailable:
+        return None
 
 
 def _float32_size(export_format: str, path: Path, float_onnx: Path) -> int | None:
@@ -170,25 +174,28 @@ def _float32_size(export_format: str, path: Path, float_onnx: Path) -> int | Non
 
 
 def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationImages | None,
-             reference: np.ndarray | None, float_size: int | None,
+             reference: tuple[np.ndarray, np.ndarray] | None, float_size: int | None,
              config: TrainConfig) -> ExportFigures:
     example = np.zeros((1, config.in_channels, config.crop_size, config.crop_size), np.uint8)
     speed = measure_speed(runner, *speed_inputs(images, example))
     runtime = "LibTorch (torch.jit), CPU" if export_format == "torchscript" \
         else "onnxruntime, CPU"
     agreement = accuracy = float_accuracy = diff = None
+    count = 0
     if images is not None and reference is not None:
-        logits = image_logits(runner, images)
-        predicted, expected = logits.argmax(1), reference.argmax(1)
+        reference_logits, labels = reference
+        logits, _ = image_logits(runner, images)  # the same images decode the same way
+        predicted, expected = logits.argmax(1), reference_logits.argmax(1)
         agreement = float((predicted == expected).mean())
-        accuracy = float((predicted == images.labels).mean())
-        float_accuracy = float((expected == images.labels).mean())
-        diff = float(np.abs(logits - reference).max())
+        accuracy = float((predicted == labels).mean())
+        float_accuracy = float((expected == labels).mean())
+        diff = float(np.abs(logits - reference_logits).max())
+        count = len(labels)
     verified, verdict = _verdict(export_format, accuracy, float_accuracy, diff)
     return ExportFigures(
         export_format=export_format, path=str(path), runtime=runtime,
         size_bytes=path.stat().st_size, float32_size_bytes=float_size,
-        images=0 if images is None else images.count, top1_agreement=agreement,
+        images=count, top1_agreement=agreement,
         val_accuracy=accuracy, float32_val_accuracy=float_accuracy,
         max_abs_logit_diff=diff, latency_ms_median=speed.latency_ms_median,
         latency_ms_p95=speed.latency_ms_p95, images_per_second=speed.images_per_second,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,28 +35,36 @@ _CHUNK = 32
 
 @dataclass(frozen=True)
 class EvaluationImages:
-    """Images of one split as an export takes them, with their labels.
+    """Images of one split, decoded a chunk at a time as an export takes them (uint8 crops):
+    a validation split of thousands of five-crop images would not fit in memory at once.
 
     Attributes:
-        crops: uint8 ``[images * crops_per_image, C, crop, crop]``, an image's crops together.
-        labels: the class index of each image.
-        crops_per_image: 1 for one centre crop, 5 or 10 for multi-crop models.
+        samples: (path, class index) of each image, in order.
+        preprocessing: the export's resize and crop settings (``image_crops``).
         description: where they come from, in words.
     """
 
-    crops: np.ndarray
-    labels: np.ndarray
-    crops_per_image: int
+    samples: tuple[tuple[str, int], ...]
+    preprocessing: dict
     description: str
 
-    @property
-    def count(self) -> int:
-        return len(self.labels)
+    def chunks(self, size: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+        """(crops ``[images * k, C, H, W]``, labels, k) of ``size`` images at a time; images
+        that cannot be decoded are left out."""
+        for start in range(0, len(self.samples), size):
+            crops, labels = [], []
+            for path, label in self.samples[start:start + size]:
+                try:
+                    crops.append(image_crops(path, self.preprocessing).numpy())
+                except ImageDecodeError:
+                    continue
+                labels.append(label)
+            if crops:
+                yield np.concatenate(crops), np.asarray(labels), crops[0].shape[0]
 
-    def image_batches(self, size: int) -> list[np.ndarray]:
-        """The crops of ``size`` images at a time, in order."""
-        step = size * self.crops_per_image
-        return [self.crops[start:start + step] for start in range(0, len(self.crops), step)]
+    def all_crops(self) -> np.ndarray:
+        """Every image's crops at once (for small sets: the calibration sample)."""
+        return np.concatenate([crops for crops, _, _ in self.chunks(_CHUNK)])
 
 
 class EvaluationUnavailable(Exception):
@@ -66,13 +74,13 @@ class EvaluationUnavailable(Exception):
 def evaluation_images(data_root: str, class_names: Sequence[str], preprocessing: dict,
                       split: str = "val", val_fraction: float = 0.2, seed: int = 0,
                       limit: int | None = None) -> EvaluationImages:
-    """The ``split`` ('val' or 'train') of the run's folder, cut as the export expects.
+    """The ``split`` ('val' or 'train') of the run's folder, to be cut as the export expects.
 
-    The folder is split as the run split it (same ``val_fraction`` and ``seed``). Images that
-    cannot be decoded are left out. ``limit`` takes that many images spread over the split.
+    The folder is split as the run split it (same ``val_fraction`` and ``seed``). ``limit``
+    takes that many images spread over the split.
 
     Raises:
-        EvaluationUnavailable: the folder is gone, holds other classes, or no image decodes.
+        EvaluationUnavailable: the folder is gone, holds other classes, or is empty.
     """
     try:
         scan = scan_dataset(data_root, val_fraction=val_fraction, seed=seed)
@@ -85,25 +93,28 @@ def evaluation_images(data_root: str, class_names: Sequence[str], preprocessing:
     samples = list(scan.val if split == "val" else scan.train)
     if limit is not None and len(samples) > limit:
         samples = [samples[int(i * len(samples) / limit)] for i in range(limit)]
-    crops, labels = [], []
-    for path, label in samples:
-        try:
-            crops.append(image_crops(path, preprocessing).numpy())
-        except ImageDecodeError:
-            continue
-        labels.append(label)
-    if not crops:
-        raise EvaluationUnavailable(f"no {split} image of {data_root} could be decoded")
+    if not samples:
+        raise EvaluationUnavailable(f"{data_root} has no {split} images")
     where = "validation" if split == "val" else "training"
-    return EvaluationImages(np.concatenate(crops), np.asarray(labels), crops[0].shape[0],
-                            f"{len(labels)} {where} images of {data_root}")
+    return EvaluationImages(tuple(samples), preprocessing,
+                            f"{len(samples)} {where} images of {data_root}")
 
 
-def image_logits(runner: Runner, images: EvaluationImages) -> np.ndarray:
-    """Each image's logits (its crops' logits averaged), float32 ``[images, classes]``."""
-    rows = [runner(batch) for batch in images.image_batches(_CHUNK)]
-    logits = np.concatenate(rows).astype(np.float32)
-    return logits.reshape(images.count, images.crops_per_image, -1).mean(axis=1)
+def image_logits(runner: Runner, images: EvaluationImages) -> tuple[np.ndarray, np.ndarray]:
+    """Each decodable image's logits (its crops' logits averaged), float32 ``[n, classes]``,
+    and its label.
+
+    Raises:
+        EvaluationUnavailable: no image could be decoded.
+    """
+    rows, labels = [], []
+    for crops, chunk_labels, k in images.chunks(_CHUNK):
+        logits = np.asarray(runner(crops), dtype=np.float32)
+        rows.append(logits.reshape(len(chunk_labels), k, -1).mean(axis=1))
+        labels.append(chunk_labels)
+    if not rows:
+        raise EvaluationUnavailable(f"no image of the {images.description} could be decoded")
+    return np.concatenate(rows), np.concatenate(labels)
 
 
 @dataclass(frozen=True)
@@ -181,12 +192,12 @@ def measure_speed(runner: Runner, one_image: np.ndarray, batch: np.ndarray,
 def speed_inputs(images: EvaluationImages | None, example: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, int]:
     """(one image's crops, a batch of up to 32 images' crops, its image count)."""
-    if images is None:
+    first = None if images is None else next(images.chunks(THROUGHPUT_BATCH), None)
+    if first is None:
         one = example[:1]
         return one, np.repeat(one, THROUGHPUT_BATCH, axis=0), THROUGHPUT_BATCH
-    k = images.crops_per_image
-    batch = images.image_batches(THROUGHPUT_BATCH)[0]
-    return images.crops[:k], batch, len(batch) // k
+    crops, labels, k = first
+    return crops[:k], crops, len(labels)
 
 
 def torchscript_runner(path: str | Path) -> Runner:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from PySide6.QtCore import QDeadlineTimer, QObject, QThreadPool, Signal, Slot
+from PySide6.QtCore import QObject, QThreadPool, Signal, Slot
 
-from workbench.gui.workers.pool_tasks import FunctionTask
+from workbench.gui.workers.pool_tasks import FunctionTask, TasksInFlight
 
 
 def run_health_check(root: str, cache_dir: str, val_fraction: float, seed: int,
@@ -40,8 +40,7 @@ class HealthCheckRunner(QObject):
         super().__init__(parent)
         self._request = 0
         self._cancel = threading.Event()
-        self._active = 0
-        self._active_changed = threading.Condition()
+        self._in_flight = TasksInFlight()
         self._pool_progress.connect(self._on_pool_progress)
 
     def start(self, root: str, cache_dir: str = "", val_fraction: float = 0.2,
@@ -57,11 +56,10 @@ class HealthCheckRunner(QObject):
 
         task = FunctionTask(request, run_health_check,
                             (root, cache_dir, val_fraction, seed, cancel, progress),
-                            on_done=self._task_done)
+                            on_done=self._in_flight.done)
         task.signals.succeeded.connect(self._on_succeeded)
         task.signals.failed.connect(self._on_failed)
-        with self._active_changed:
-            self._active += 1
+        self._in_flight.started()
         QThreadPool.globalInstance().start(task)
 
     def cancel(self) -> None:
@@ -69,24 +67,11 @@ class HealthCheckRunner(QObject):
         self._cancel.set()
 
     def is_busy(self) -> bool:
-        with self._active_changed:
-            return self._active > 0
+        return self._in_flight.busy()
 
     def wait_for_done(self, msecs: int = -1) -> bool:
         """Block until no check is running (shutdown and tests); False on timeout."""
-        deadline = QDeadlineTimer(msecs)
-        with self._active_changed:
-            while self._active > 0:
-                remaining = deadline.remainingTime()
-                if remaining == 0:
-                    return False
-                self._active_changed.wait(None if remaining < 0 else remaining / 1000)
-        return True
-
-    def _task_done(self) -> None:
-        with self._active_changed:
-            self._active -= 1
-            self._active_changed.notify_all()
+        return self._in_flight.wait(msecs)
 
     @Slot(int, int, int)
     def _on_pool_progress(self, request: int, done: int, total: int) -> None:

@@ -97,6 +97,40 @@ class FunctionTask(QRunnable):
             self.signals._released.emit()
 
 
+class TasksInFlight:
+    """How many of one runner's pool tasks are queued or running; any thread may wait for
+    them to be over."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._changed = threading.Condition()
+
+    def started(self) -> None:
+        with self._changed:
+            self._count += 1
+
+    def done(self) -> None:
+        """Pool thread: one task fewer in flight."""
+        with self._changed:
+            self._count -= 1
+            self._changed.notify_all()
+
+    def busy(self) -> bool:
+        with self._changed:
+            return self._count > 0
+
+    def wait(self, msecs: int = -1) -> bool:
+        """Block until none is left (``msecs`` < 0: no limit); False on timeout."""
+        deadline = QDeadlineTimer(msecs)
+        with self._changed:
+            while self._count > 0:
+                remaining = deadline.remainingTime()
+                if remaining == 0:
+                    return False
+                self._changed.wait(None if remaining < 0 else remaining / 1000)
+        return True
+
+
 class LatestRequestRunner(QObject):
     """Runs one kind of job in a pool where each new request supersedes the previous ones.
 
@@ -122,8 +156,7 @@ class LatestRequestRunner(QObject):
         self._pool = pool if pool is not None else QThreadPool.globalInstance()
         self._priority = priority
         self._latest_id = 0
-        self._active = 0
-        self._active_changed = threading.Condition()
+        self._in_flight = TasksInFlight()
 
     def latest_request_id(self) -> int:
         """Id of the most recent submission (0 before the first)."""
@@ -131,18 +164,16 @@ class LatestRequestRunner(QObject):
 
     def is_busy(self) -> bool:
         """True while a task of this runner is queued or running."""
-        with self._active_changed:
-            return self._active > 0
+        return self._in_flight.busy()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> int:
         """Queue ``fn(*args)`` in the pool; returns the new request id, which is now the latest."""
         self._latest_id += 1
         request_id = self._latest_id
-        task = FunctionTask(request_id, fn, args, self.is_stale, self._task_done)
+        task = FunctionTask(request_id, fn, args, self.is_stale, self._in_flight.done)
         task.signals.succeeded.connect(self._on_task_succeeded)
         task.signals.failed.connect(self._on_task_failed)
-        with self._active_changed:
-            self._active += 1
+        self._in_flight.started()
         self._pool.start(task, self._priority)
         return request_id
 
@@ -159,20 +190,7 @@ class LatestRequestRunner(QObject):
 
         Outcomes are delivered by queued signals, so they arrive once the event loop runs again.
         """
-        deadline = QDeadlineTimer(msecs)
-        with self._active_changed:
-            while self._active > 0:
-                remaining = deadline.remainingTime()
-                if remaining == 0:
-                    return False
-                self._active_changed.wait(None if remaining < 0 else remaining / 1000)
-        return True
-
-    def _task_done(self) -> None:
-        """Pool thread: one task fewer in flight."""
-        with self._active_changed:
-            self._active -= 1
-            self._active_changed.notify_all()
+        return self._in_flight.wait(msecs)
 
     @Slot(int, object)
     def _on_task_succeeded(self, request_id: int, result: object) -> None:

@@ -6,22 +6,12 @@ import pytest
 from PySide6.QtCore import Qt
 
 from workbench.core.runs.predictions_file import read_predictions
-from workbench.gui.panels.results_panel import ResultsPanel
 
 TIMEOUT_MS = 60_000
 
 
-def test_the_caption_and_the_gallery_agree_for_every_top_loss_image(qtbot, finished_run):
-    panel = ResultsPanel()
-    qtbot.addWidget(panel)
-    panel.resize(1200, 700)
-    panel.show()
-    with qtbot.waitSignal(panel.predictions_loaded, timeout=TIMEOUT_MS):
-        panel.show_run_start(finished_run.start)
-        for event in finished_run.epochs:
-            panel.show_epoch_end(event)
-        panel.show_run_end(finished_run.end)
-    qtbot.waitUntil(lambda: not panel.is_loading_predictions())
+def test_the_caption_and_the_gallery_agree_for_every_top_loss_image(qtbot, panel,
+                                                                     finished_run):
     in_file = {row.path: row for row in read_predictions(finished_run.end.run_dir)}
     gallery = panel.analysis.top_losses_gallery
     panel.analysis.tabs.setCurrentWidget(gallery)

@@ -14,21 +14,6 @@ from workbench.gui.panels.results_panel import ResultsPanel
 TIMEOUT_MS = 60_000
 
 
-@pytest.fixture
-def panel(qtbot, finished_run) -> ResultsPanel:
-    panel = ResultsPanel()
-    qtbot.addWidget(panel)
-    panel.resize(1200, 700)
-    panel.show()
-    with qtbot.waitSignal(panel.predictions_loaded, timeout=TIMEOUT_MS):
-        panel.show_run_start(finished_run.start)
-        for event in finished_run.epochs:
-            panel.show_epoch_end(event)
-        panel.show_run_end(finished_run.end)
-    qtbot.waitUntil(lambda: not panel.is_loading_predictions())
-    return panel
-
-
 def _click_item(qtbot, gallery, index: int) -> None:
     rect = gallery.visualItemRect(gallery.item(index))
     qtbot.mouseClick(gallery.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())

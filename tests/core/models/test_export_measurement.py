@@ -34,7 +34,7 @@ def test_validation_images_decode_a_chunk_at_a_time_and_skip_unreadable_ones(tmp
         means = crops.reshape(len(crops), -1).mean(axis=1)
         return np.stack([np.zeros_like(means), means], axis=1).astype(np.float32)
 
-    logits, labels = image_logits(runner, images)
+    (logits,), labels = image_logits([runner], images)
     assert labels.tolist() == [0, 0, 0, 1, 1, 1]  # the broken square left out, order kept
     assert seen == [10, 10, 10]  # two images' five crops at a time, never the whole split
     expected = [images_mean for images_mean in

@@ -90,7 +90,7 @@ def export_and_measure(model_file: str | Path, out_path: str | Path, export_form
     preprocessing = _preprocessing_of(config)
     say("reading the validation images")
     images, evaluation = _evaluation(config, class_names, preprocessing, "val")
-    reference = _float32_logits(model, config, images)
+    eager = _float32_runner(model, config)
     with tempfile.TemporaryDirectory(prefix="workbench-export-") as folder:
         float_onnx = Path(folder) / "float32.onnx"
         say(f"exporting {EXPORT_FORMATS[export_format]}")
@@ -110,7 +110,7 @@ def export_and_measure(model_file: str | Path, out_path: str | Path, export_form
         float_size = _float32_size(export_format, path, float_onnx)
         say("measuring accuracy and speed")
         runner = torchscript_runner(path) if export_format == "torchscript" else onnx_runner(path)
-        figures = _figures(export_format, path, runner, images, reference, float_size, config)
+        figures = _figures(export_format, path, runner, images, eager, float_size, config)
     report = _write_report(path, figures, evaluation)
     return DeploymentResult(str(path), figures, str(report), evaluation,
                             _verification_text(exported, export_format))
@@ -148,12 +148,8 @@ def _calibration_crops(config: TrainConfig, class_names: list[str], preprocessin
     return images.all_crops()
 
 
-def _float32_logits(model: torch.nn.Module, config: TrainConfig,
-                    images: EvaluationImages | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The eager float32 model's logits for every image, and the labels: what each export is
-    held against. None when there are no images to measure on."""
-    if images is None:
-        return None
+def _float32_runner(model: torch.nn.Module, config: TrainConfig) -> Runner:
+    """The eager float32 model behind its preprocessing: what each export is held against."""
     mean, std = normalization_for(config)
     eager = PreprocessingClassifier(model.cpu(), mean, std).eval()
 
@@ -161,10 +157,7 @@ def _float32_logits(model: torch.nn.Module, config: TrainConfig,
         with torch.inference_mode():
             return eager(torch.from_numpy(crops)).numpy()
 
-    try:
-        return image_logits(run, images)
-    except EvaluationUnavailable:
-        return None
+    return run
 
 
 def _float32_size(export_format: str, path: Path, float_onnx: Path) -> int | None:
@@ -174,7 +167,7 @@ def _float32_size(export_format: str, path: Path, float_onnx: Path) -> int | Non
 
 
 def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationImages | None,
-             reference: tuple[np.ndarray, np.ndarray] | None, float_size: int | None,
+             eager: Runner, float_size: int | None,
              config: TrainConfig) -> ExportFigures:
     example = np.zeros((1, config.in_channels, config.crop_size, config.crop_size), np.uint8)
     speed = measure_speed(runner, *speed_inputs(images, example))
@@ -182,9 +175,13 @@ def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationI
         else "onnxruntime, CPU"
     agreement = accuracy = float_accuracy = diff = None
     count = 0
-    if images is not None and reference is not None:
-        reference_logits, labels = reference
-        logits, _ = image_logits(runner, images)  # the same images decode the same way
+    labels = None
+    if images is not None:
+        try:  # one decode of each chunk for both models
+            (logits, reference_logits), labels = image_logits((runner, eager), images)
+        except EvaluationUnavailable:
+            labels = None
+    if labels is not None:
         predicted, expected = logits.argmax(1), reference_logits.argmax(1)
         agreement = float((predicted == expected).mean())
         accuracy = float((predicted == labels).mean())

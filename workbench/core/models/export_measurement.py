@@ -100,21 +100,24 @@ def evaluation_images(data_root: str, class_names: Sequence[str], preprocessing:
                             f"{len(samples)} {where} images of {data_root}")
 
 
-def image_logits(runner: Runner, images: EvaluationImages) -> tuple[np.ndarray, np.ndarray]:
-    """Each decodable image's logits (its crops' logits averaged), float32 ``[n, classes]``,
-    and its label.
+def image_logits(runners: Sequence[Runner], images: EvaluationImages
+                 ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each runner's logits of every decodable image (its crops' logits averaged), float32
+    ``[n, classes]``, and the images' labels. Each chunk is decoded once for all runners.
 
     Raises:
         EvaluationUnavailable: no image could be decoded.
     """
-    rows, labels = [], []
+    rows: list[list[np.ndarray]] = [[] for _ in runners]
+    labels = []
     for crops, chunk_labels, k in images.chunks(_CHUNK):
-        logits = np.asarray(runner(crops), dtype=np.float32)
-        rows.append(logits.reshape(len(chunk_labels), k, -1).mean(axis=1))
+        for row, runner in zip(rows, runners, strict=True):
+            logits = np.asarray(runner(crops), dtype=np.float32)
+            row.append(logits.reshape(len(chunk_labels), k, -1).mean(axis=1))
         labels.append(chunk_labels)
-    if not rows:
+    if not labels:
         raise EvaluationUnavailable(f"no image of the {images.description} could be decoded")
-    return np.concatenate(rows), np.concatenate(labels)
+    return [np.concatenate(row) for row in rows], np.concatenate(labels)
 
 
 @dataclass(frozen=True)

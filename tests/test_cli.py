@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import pytest
 
 from workbench.cli import main
 from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.training.bottleneck import STEADY_SPEED
 
 
 @dataclass
@@ -100,6 +102,10 @@ def test_the_run_summary_says_what_limited_the_speed(trained_run):
     assert "a CUDA GPU; on the CPU the model itself is the limit" in lines[0]
     # Random weights: a frozen random backbone learns next to nothing, so no last_layer advice.
     assert "last_layer" not in lines[0]
+    # Two speeds, each saying what it counts: the epoch's (start-up included) and the steady one.
+    epoch = [line for line in result.stderr.splitlines() if line.startswith("epoch 1/1: ")]
+    assert epoch and epoch[0].endswith(" img/s over the whole epoch"), result.stderr
+    assert re.search(rf"\(\d[\d,]* images/s {re.escape(STEADY_SPEED)}\); ", lines[0]), lines[0]
 
 
 def test_predict_prints_top_classes(trained_run):

@@ -7,6 +7,7 @@ a test is recorded, and a thread still running when the test ends fails it.
 from __future__ import annotations
 
 import gc
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -39,6 +40,19 @@ def ui_garbage_collector(qapp) -> Iterator[UiGarbageCollector]:
     yield collector
     collector.stop()
     gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def default_child_signal() -> None:
+    """SIGCHLD handled as it is in the app. The app iterates data loaders only off the UI
+    thread, so torch never installs its SIGCHLD handler there; the core tests iterate them on
+    this process's main thread, which installs it for the rest of the session. Left in place,
+    it raises a loader process's exit inside whatever the UI thread is running at that moment,
+    a pyqtgraph paint for instance, which PySide cannot unwind: the whole process crashed with
+    a segmentation fault. Loader processes that die are still found by the loader itself
+    (its timeout and liveness checks), as in the app."""
+    if signal.getsignal(signal.SIGCHLD) not in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 
 @pytest.fixture(autouse=True)

@@ -96,7 +96,7 @@ class TerminalProgress(Callback):
             f"epoch {event.epoch}/{event.epochs}: train loss {event.train_loss:.4f} "
             f"acc {event.train_accuracy:.3f} | val loss {_num(event.val_loss)} "
             f"acc {event.val_accuracy:.3f}{best} | {event.epoch_seconds:.1f} s, "
-            f"{event.images_per_second:.0f} img/s"
+            f"{event.images_per_second:.0f} img/s over the whole epoch"
         )
 
     def on_message(self, event: Message) -> None:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -60,7 +64,9 @@ def test_a_run_without_an_end_and_a_damaged_config(tmp_path):
     damaged.mkdir()
     (damaged / "config.json").write_text("{not json")
     by_name = {r.name: r for r in list_runs(tmp_path)}
-    assert by_name["killed"].status == "running"  # its log was written just now
+    # No process is named in its log (a folder another machine writes): it counts as running
+    # while its log keeps changing, and it was written just now.
+    assert by_name["killed"].status == "running"
     assert by_name["killed"].epochs_completed == 1 and by_name["killed"].best_val_accuracy == 0.5
     assert by_name["damaged"].status == "unreadable"
     assert math.isnan(by_name["damaged"].best_val_accuracy)
@@ -76,3 +82,30 @@ def test_workbench_runs_prints_the_table(two_runs):
     assert lines[1].startswith("second-") and "small_cnn" in lines[1]
     assert "2/2" in lines[1] and "completed" in lines[1] and "cpu" in lines[1]
     assert lines[2].startswith("first-") and "1/1" in lines[2]
+
+
+def test_a_killed_run_is_listed_as_interrupted_at_once(tmp_path):
+    # A real run in its own process, as `workbench train` runs it, killed mid-run: its log
+    # changed a moment ago, yet it is not "running" any more.
+    data = write_shape_dataset(tmp_path / "shapes", per_class=6, size=(32, 32))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3]),
+               WORKBENCH_CACHE_DIR=str(tmp_path / "cache"))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "train", "--data-root", str(data), "--model",
+         "small_cnn", "--weights", "none", "--epochs", "500", "--batch-size", "4",
+         "--workers", "0", "--output-dir", str(tmp_path / "runs")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not any('"EpochEnd"' in path.read_text()
+                      for path in (tmp_path / "runs").glob("*/metrics.jsonl")):
+            assert child.poll() is None and time.monotonic() < deadline, "no epoch ended"
+            time.sleep(0.2)
+        [running] = list_runs(tmp_path / "runs")
+        assert running.status == "running"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    [killed] = list_runs(tmp_path / "runs")
+    assert killed.status == "interrupted"
+    assert killed.epochs_completed >= 1

@@ -12,6 +12,7 @@ from workbench.core.training.bottleneck import (
     BALANCED,
     COMPUTE_BOUND,
     INPUT_BOUND,
+    STEADY_SPEED,
     UNKNOWN,
     BottleneckMonitor,
     diagnose,
@@ -108,7 +109,7 @@ def test_the_speed_is_the_steps_images_over_their_seconds():
     diagnosis = diagnose(steps, TrainConfig(), device="cpu")
     assert diagnosis.kind == COMPUTE_BOUND
     assert diagnosis.images_per_second == pytest.approx(160.0)
-    assert "(160 images/s)" in diagnosis.sentence
+    assert f"(160 images/s {STEADY_SPEED})" in diagnosis.sentence
 
 
 def test_warm_up_steps_of_every_epoch_are_ignored():

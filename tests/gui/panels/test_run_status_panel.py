@@ -9,6 +9,7 @@ import re
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart, StepStats
+from workbench.core.training.bottleneck import STEADY_SPEED
 from workbench.gui.panels.run_status_panel import RunStatusPanel
 
 GIB = 1024**3
@@ -114,7 +115,7 @@ def test_a_real_run_in_the_window_ends_with_advice_naming_its_settings(qtbot, ti
     speed = window.status_panel.speed_label.text()
     assert re.fullmatch(r"[\d,]+ images/s \(epoch 1: val accuracy [\d.]+%, [\d.]+ s\)", speed)
     if text.startswith("Compute-bound"):
-        assert f"({speed.split(' images/s')[0]} images/s)" in text
+        assert f"({speed.split(' images/s')[0]} images/s {STEADY_SPEED})" in text
     assert window.status_panel.device_label.text().endswith(
         "(float32, images kept on the device, no loader processes)")
 
@@ -138,7 +139,7 @@ def test_the_speed_and_the_bottleneck_figure_come_from_one_measurement(qtbot):
     panel.show_step(timed_step(4, 2, 4.0, 0.05))
     panel.show_step(timed_step(4, 3, 0.002, 0.048))
     assert panel.speed_label.text() == "640 images/s"  # 32 images in 0.05 s
-    assert "(640 images/s)" in panel.bottleneck_text()
+    assert f"(640 images/s {STEADY_SPEED})" in panel.bottleneck_text()
     for number in range(4, 11):  # 0.05 s and 0.35 s steps in turn
         seconds = 0.05 if number % 2 else 0.35
         panel.show_step(timed_step(4, number, 0.002, seconds - 0.002))
@@ -150,7 +151,7 @@ def test_the_speed_and_the_bottleneck_figure_come_from_one_measurement(qtbot):
     # (the mean of their rates would be 366).
     assert panel.speed_label.text() == "160 images/s (epoch 4: val accuracy 87.5%, 13.9 s)"
     assert panel.bottleneck_text().startswith("Compute-bound: the CPU computes 99% of the "
-                                              "time (160 images/s)")
+                                              f"time (160 images/s {STEADY_SPEED})")
 
 
 def test_images_kept_on_the_device_are_named_and_get_no_loader_advice(qtbot):

@@ -5,9 +5,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
+import socket
 import time
 from pathlib import Path
 from typing import IO, Any
+
+import psutil
 
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.config import TrainConfig
@@ -88,11 +92,12 @@ class MetricsWriter(Callback):
         self._handle: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
         self._flushed_at = time.monotonic()
 
-    def _write(self, event: Any, flush: bool = False) -> None:
+    def _write(self, event: Any, flush: bool = False, **extra: Any) -> None:
         if self._handle is None:
             return
         try:
-            self._handle.write(json.dumps(_json_safe(event_to_dict(event))) + "\n")
+            record = {**event_to_dict(event), **extra}
+            self._handle.write(json.dumps(_json_safe(record)) + "\n")
             if flush or time.monotonic() - self._flushed_at >= self.step_flush_s:
                 self._handle.flush()
                 self._flushed_at = time.monotonic()
@@ -102,7 +107,7 @@ class MetricsWriter(Callback):
             self.close()
 
     def on_run_start(self, event: RunStart) -> None:
-        self._write(event, flush=True)
+        self._write(event, flush=True, writer=writer_process())
 
     def on_step(self, event: StepStats) -> None:
         self._write(event)
@@ -124,6 +129,24 @@ class MetricsWriter(Callback):
                 handle.close()
             except OSError:
                 pass  # the final flush hit a full disk; nothing more can be written anyway
+
+
+def writer_process() -> dict[str, Any]:
+    """The process that writes a run's log: its host, pid and start time. A reader on the same
+    host tells a live run from one whose process is gone (killed, crashed, power cut) by it."""
+    return {"host": socket.gethostname(), "pid": os.getpid(),
+            "started": psutil.Process().create_time()}
+
+
+def writer_is_alive(writer: dict[str, Any]) -> bool:
+    """True while the process ``writer_process()`` described still runs (not a later process
+    that was given the same pid)."""
+    try:
+        process = psutil.Process(int(writer["pid"]))
+        return (abs(process.create_time() - float(writer["started"])) < 1.0
+                and process.status() != psutil.STATUS_ZOMBIE)
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
 
 
 def read_metrics(run_dir: Path | str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import math
 import os
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.runs.events import event_from_dict
-from workbench.core.runs.run_folder import BEST_MODEL, CONFIG_FILE, LAST_CHECKPOINT, METRICS_FILE
+from workbench.core.runs.run_folder import (
+    BEST_MODEL,
+    CONFIG_FILE,
+    LAST_CHECKPOINT,
+    METRICS_FILE,
+    writer_is_alive,
+)
 
 # A run without a RunEnd whose log changed this recently is taken to be still running.
 RUNNING_IF_WRITTEN_WITHIN_S = 120.0
@@ -122,6 +129,7 @@ def read_run_summary(run_dir: str | os.PathLike[str]) -> RunSummary:
                           "unreadable")
     events = _summary_events(folder)
     start = next((e for e in events if e["event"] == "RunStart"), {})
+    latest_start = next((e for e in reversed(events) if e["event"] == "RunStart"), {})
     epochs = [e for e in events if e["event"] == "EpochEnd"]
     end = _end_of_latest_attempt(events)
     # An epoch none of whose validation images decoded has a NaN accuracy: max() would
@@ -138,7 +146,7 @@ def read_run_summary(run_dir: str | os.PathLike[str]) -> RunSummary:
         epochs=int(config.get("epochs", 0) or 0),
         seconds=_duration(folder, created, end),
         device=str(start.get("device") or config.get("device", "")),
-        status=str(end["status"]) if end else _status_without_end(folder),
+        status=str(end["status"]) if end else _status_without_end(folder, latest_start),
         config=config,
     )
 
@@ -234,7 +242,13 @@ def _duration(folder: Path, created: str, end: dict[str, Any] | None) -> float:
         return 0.0
 
 
-def _status_without_end(folder: Path) -> str:
+def _status_without_end(folder: Path, start: dict[str, Any]) -> str:
+    """'running' or 'interrupted' for an attempt that wrote no end. On the host that runs it,
+    its process says which; a run written from another machine (a shared folder) counts as
+    running while its log keeps changing."""
+    writer = start.get("writer")
+    if isinstance(writer, dict) and writer.get("host") == socket.gethostname():
+        return "running" if writer_is_alive(writer) else "interrupted"
     try:
         age = time.time() - (folder / METRICS_FILE).stat().st_mtime
     except OSError:

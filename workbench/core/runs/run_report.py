@@ -99,7 +99,8 @@ def _section(anchor: str, heading: str, body: str) -> str:
 
 
 def _summary_section(summary: Any, start: Any, best: Any) -> str:
-    speed = f"{best.images_per_second:,.0f} images/s (best epoch)" if best else "not measured"
+    speed = (f"{best.images_per_second:,.0f} images/s over the best epoch, its first steps "
+             "included" if best else "not measured")
     best_text = (f"{summary.best_val_accuracy:.1%} at epoch {best.best_epoch}" if best
                  else "no epoch finished")
     rows = [("Status", f"{summary.status}, {summary.epochs_completed}/{summary.epochs} epochs"),

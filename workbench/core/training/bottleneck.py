@@ -20,6 +20,9 @@ from workbench.core.runs.model_defaults import native_crop_size
 
 WARMUP_STEPS = 2
 """Steps at the start of every epoch that are left out (loader start-up, cuDNN autotuning)."""
+STEADY_SPEED = f"once warmed up: each epoch's first {WARMUP_STEPS} steps left out"
+"""Said beside the diagnosis's speed wherever it is shown: an epoch's own figure (its images
+over its seconds) counts those first steps too, and can be far lower."""
 INPUT_BOUND_SHARE = 0.30
 """At or above this share of each step spent waiting for data the run is input-bound."""
 COMPUTE_BOUND_SHARE = 0.10
@@ -59,7 +62,7 @@ class Diagnosis:
             text = f"Input-bound: the {who} waits {wait} of the time for data."
         elif self.kind == COMPUTE_BOUND:
             text = (f"Compute-bound: the {who} computes {100 - round(100 * self.data_wait_share)}"
-                    f"% of the time ({self.images_per_second:,.0f} images/s); "
+                    f"% of the time ({self.images_per_second:,.0f} images/s {STEADY_SPEED}); "
                     "the input keeps up.")
         else:
             text = f"Balanced: the {who} waits {wait} of the time for data."

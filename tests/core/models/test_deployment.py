@@ -143,7 +143,8 @@ def test_the_run_report_is_one_file_with_every_section_and_its_images_inline(bes
     page = _Page()
     page.feed(report.read_text(encoding="utf-8"))
     assert page.sections == ["summary", "config", "curves", "confusion", "class-metrics",
-                             "top-losses", "mislabeled", "health", "exports"]
+                             "top-losses", "mislabeled", "health", "model-findings",
+                             "exports"]
     assert page.outside == [] and page.svgs == 2  # loss and accuracy curves
     assert len(page.images) >= 8  # at least the top losses of 60 validation images
     for source in page.images:
@@ -154,3 +155,6 @@ def test_the_run_report_is_one_file_with_every_section_and_its_images_inline(bes
     assert "precision" in text and "recall" in text
     assert "No health check" not in text
     assert all(finding.title in text for finding in health.findings)
+    # The best model's own findings, read from the run folder where the run wrote them.
+    assert str(run_dir / "feature_health.json") in text or "found no near duplicate" in text
+    assert "No findings from the model" not in text

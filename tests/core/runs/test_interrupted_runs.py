@@ -8,6 +8,7 @@ finished epochs' files and log lines, no end record).
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -99,11 +100,25 @@ def test_workbench_runs_lists_them_as_interrupted(killed_runs, capsys):
     assert "completed" not in lines["resumed"]
 
 
-def test_a_killed_run_is_running_while_its_log_is_fresh(killed_runs):
+def test_a_killed_run_is_interrupted_here_at_once_and_elsewhere_once_its_log_is_old(
+        killed_runs):
     plain = next(run for run in killed_runs.iterdir() if run.name.startswith("plain"))
-    _age(plain, 5)
+    metrics = plain / "metrics.jsonl"
+    original = metrics.read_text()
+
+    def status_with_log_age(seconds: float) -> str:
+        _age(plain, seconds)
+        return {run.name: run.status for run in list_runs(killed_runs)}[plain.name]
+
     try:
-        status = {run.name: run.status for run in list_runs(killed_runs)}[plain.name]
+        # This computer ran it and its process is gone: interrupted, however fresh the log.
+        assert status_with_log_age(5) == "interrupted"
+        # Written from another machine into a shared folder: running while its log changes.
+        metrics.write_text(original.replace(f'"host": "{socket.gethostname()}"',
+                                            '"host": "another-machine"'))
+        assert '"another-machine"' in metrics.read_text()
+        assert status_with_log_age(5) == "running"
+        assert status_with_log_age(600) == "interrupted"
     finally:
+        metrics.write_text(original)
         _age(plain, 600)
-    assert status == "running"

@@ -84,3 +84,36 @@ def test_check_leave_out_and_include_again_from_the_window(qtbot, window, tmp_pa
     assert folder_snapshot(root) == before
 
 
+
+
+def test_after_a_run_the_models_findings_join_the_folders(qtbot, window, shapes_dataset,
+                                                          tiny_config, tmp_path, monkeypatch):
+    # A renamed copy of a validation image: after training, the model's features name the
+    # pair in the Data health tab, and leaving it out lists the copy for the next run.
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    original = sorted((shapes_dataset / "val" / "circle").glob("*.png"))[0]
+    copy = original.with_name("copy_of_first.png")
+    copy.write_bytes(original.read_bytes())
+    with qtbot.waitSignal(window.dataset_panel.dataset_scanned, timeout=CHECK_TIMEOUT_MS):
+        window.open_folder(str(shapes_dataset))
+    health = window.dataset_panel.health_panel
+    assert health.model_label.isHidden()
+    window.apply_config(tiny_config)
+    with qtbot.waitSignal(window.controller.run_ended, timeout=120_000) as ended:
+        assert window.start_training()
+    qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
+    assert ended.args[0].status == "completed", ended.args[0].error
+
+    rows = finding_rows(health)
+    assert "Near duplicates (model)" in rows, rows
+    assert not health.model_label.isHidden()
+    assert "model's features of the 17 validation images found" in health.model_label.text()
+    select_finding(health, "Near duplicates (model)")
+    shown = [health.tiles_list.item(i).toolTip() for i in range(health.tiles_list.count())]
+    assert any("circle/copy_of_first.png" in tip and original.name in tip for tip in shown)
+    with qtbot.waitSignal(window.dataset_panel.exclude_file_chosen) as chosen:
+        qtbot.mouseClick(health.leave_out_button, Qt.MouseButton.LeftButton)
+    listed = Path(chosen.args[0]).read_text().splitlines()
+    left_out = {line for line in listed if not line.startswith("#")}
+    assert f"val/circle/{original.name}" in left_out or "val/circle/copy_of_first.png" in left_out
+    assert copy.is_file() and original.is_file()  # nothing on disk changes

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
+from workbench.core.data.health.model_features import feature_findings, write_feature_findings
 from workbench.core.data.multicrop import IGNORE_LABEL, sample_logits_of
 from workbench.core.runs.predictions_file import PredictionRow, write_predictions
 
@@ -35,6 +38,17 @@ class PredictionCollector:
         self._probabilities: list[torch.Tensor] = []
         self._losses: list[torch.Tensor] = []
         self._labels: list[torch.Tensor] = []
+        self._features: list[torch.Tensor] = []
+        self._head_input: torch.Tensor | None = None
+
+    def watch_head(self, head: nn.Module) -> Any:
+        """Keep what ``head`` receives (the penultimate features) with each batch's
+        predictions, averaged over an image's crops like its logits. Returns the hook's
+        handle; ``remove()`` it after the pass."""
+        def keep(_module: nn.Module, args: tuple[Any, ...]) -> None:
+            self._head_input = args[0].detach()
+
+        return head.register_forward_pre_hook(keep)
 
     def __len__(self) -> int:
         return sum(len(labels) for labels in self._labels)
@@ -51,6 +65,10 @@ class PredictionCollector:
             losses = per_crop.view(batch, self.crops).mean(dim=1)
         else:
             losses = F.cross_entropy(sample_logits, targets, reduction="none")
+        if self._head_input is not None and self._head_input.shape[0] == logits.shape[0]:
+            inputs = self._head_input.float().flatten(1)
+            self._features.append(sample_logits_of(inputs, batch, self.crops).cpu())
+        self._head_input = None
         self._probabilities.append(sample_logits.softmax(dim=1).cpu())
         self._losses.append(losses.cpu())
         self._labels.append(labels.detach().cpu())
@@ -84,6 +102,19 @@ class PredictionCollector:
             ))
         return rows
 
+    def decoded_rows(self) -> list[int]:
+        """Positions of the collected images that decoded (label not -1)."""
+        if not self._labels:
+            return []
+        return torch.nonzero(torch.cat(self._labels) != IGNORE_LABEL).flatten().tolist()
+
+    def features(self) -> torch.Tensor | None:
+        """``[N, D]`` penultimate features of every collected image (``watch_head``), in
+        collection order; None when they were not kept for every batch."""
+        if not self._features or sum(len(f) for f in self._features) != len(self):
+            return None
+        return torch.cat(self._features)
+
     def write(self, run_dir: Path | str, samples: Sequence[tuple[str, int]],
               class_names: Sequence[str]) -> Path:
         """Write the rows to ``run_dir``/predictions.csv atomically; returns its path."""
@@ -91,9 +122,10 @@ class PredictionCollector:
 
 
 def write_best_predictions(collector: PredictionCollector | None, run_dir: Path | str,
-                           samples: Sequence[tuple[str, int]],
-                           class_names: Sequence[str]) -> str | None:
-    """Write the best epoch's predictions.csv; returns what went wrong, or None.
+                           samples: Sequence[tuple[str, int]], class_names: Sequence[str],
+                           root: str = "") -> str | None:
+    """Write the best epoch's predictions.csv, and feature_health.json from the features
+    collected with them (images of ``root``); returns what went wrong, or None.
 
     A failed write is a warning, not the end of the run: the model files matter more, and
     their own save reports a full disk.
@@ -104,4 +136,23 @@ def write_best_predictions(collector: PredictionCollector | None, run_dir: Path 
         collector.write(run_dir, samples, class_names)
     except (OSError, ValueError) as exc:
         return f"{Path(run_dir) / 'predictions.csv'} could not be written: {exc}"
+    return write_best_feature_findings(collector, run_dir, samples, class_names, root)
+
+
+def write_best_feature_findings(collector: PredictionCollector, run_dir: Path | str,
+                                samples: Sequence[tuple[str, int]],
+                                class_names: Sequence[str], root: str) -> str | None:
+    """Near duplicates and outliers by the best epoch's features, beside its predictions;
+    returns what went wrong, or None (also when no features were kept)."""
+    features = collector.features()
+    if features is None:
+        return None
+    decoded = collector.decoded_rows()
+    try:
+        report = feature_findings([samples[i][0] for i in decoded],
+                                  [samples[i][1] for i in decoded], class_names,
+                                  features[decoded].numpy(), root)
+        write_feature_findings(report, run_dir)
+    except (OSError, ValueError) as exc:
+        return f"the model's feature findings could not be written to {run_dir}: {exc}"
     return None

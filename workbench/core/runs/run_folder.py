@@ -32,6 +32,7 @@ BEST_MODEL = "best_model.pt"
 EXPORT_FILE = "model_scripted.pt"
 ONNX_FILE = "model.onnx"
 DECODE_FAILURES = "decode_failures.tsv"
+FEATURE_FINDINGS_FILE = "feature_health.json"  # what the best model's features found
 
 
 def create_run_folder(config: TrainConfig) -> Path:

@@ -23,6 +23,7 @@ from workbench.core.runs.predictions_file import (
     PredictionsFileError,
     read_predictions,
 )
+from workbench.core.runs.run_folder import FEATURE_FINDINGS_FILE
 from workbench.core.runs.run_index import best_epoch_events, read_run_summary, run_curves
 
 REPORT_FILE = "report.html"
@@ -86,6 +87,7 @@ def run_report_html(run_dir: str | Path, health_file: str | Path | None = None) 
                                  f"{i.suggested_probability:.0%}")
                          for i in possibly_mislabeled(rows)[:THUMBNAILS]], bool(rows)),
         _health_section(Path(health_file) if health_file else None),
+        _model_findings_section(folder),
         _exports_section(folder),
     ]
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -225,10 +227,26 @@ def _thumbnail(path: str) -> str:
 
 
 def _health_section(path: Path | None) -> str:
+    return _findings_section("health", "Data health", path,
+                             "No health check of the data folder was found (workbench scan "
+                             "--health, or Check health in the app).",
+                             "The health check found no problem.")
+
+
+def _model_findings_section(folder: Path) -> str:
+    return _findings_section("model-findings", "What the model's features found",
+                             folder / FEATURE_FINDINGS_FILE,
+                             "No findings from the model's features were written (no epoch "
+                             "finished).",
+                             "The best model's features found no near duplicate and no "
+                             "outlier among the validation images.")
+
+
+def _findings_section(anchor: str, heading: str, path: Path | None, missing: str,
+                      nothing_found: str) -> str:
+    """A health report (``health.json`` or ``feature_health.json``) as a table."""
     if path is None or not path.is_file():
-        return _section("health", "Data health",
-                        "<p class='muted'>No health check of the data folder was found "
-                        "(workbench scan --health, or Check health in the app).</p>")
+        return _section(anchor, heading, f"<p class='muted'>{_e(missing)}</p>")
     try:
         findings = json.loads(path.read_text(encoding="utf-8")).get("findings", [])
         rows = "".join(
@@ -236,12 +254,12 @@ def _health_section(path: Path | None) -> str:
             f"<td>{len(f.get('items', []))}</td>"
             f"<td class='l'>{_e(str(f.get('explanation', '')))}</td></tr>" for f in findings)
     except (OSError, ValueError, AttributeError, TypeError) as exc:
-        return _section("health", "Data health", f"<p class='bad'>{_e(str(path))} is "
-                                                 f"unreadable ({_e(type(exc).__name__)})</p>")
+        return _section(anchor, heading, f"<p class='bad'>{_e(str(path))} is "
+                                         f"unreadable ({_e(type(exc).__name__)})</p>")
     body = ("<table><tr><th class='l'>finding</th><th>cases</th><th class='l'>why it matters"
             f"</th></tr>{rows}</table><p class='muted'>From {_e(str(path))}.</p>"
-            if findings else "<p class='good'>The health check found no problem.</p>")
-    return _section("health", "Data health", body)
+            if findings else f"<p class='good'>{_e(nothing_found)}</p>")
+    return _section(anchor, heading, body)
 
 
 def _exports_section(folder: Path) -> str:

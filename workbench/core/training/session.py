@@ -335,11 +335,16 @@ class TrainingSession:
         self.model.eval()
         source = self.sources.val_epoch(self.pipeline.val_loader, self.config.batch_size)
         forward, prepare = self._forward_and_prepare(source, self.model)
-        return evaluate_batches(source.batches, forward, prepare, len(self.scan.class_names),
-                                self.pipeline.crops_per_sample, self.config.crop_strategy,
-                                self.ctx.autocast, self.control,
-                                PredictionCollector(self.pipeline.crops_per_sample,
-                                                    self.config.crop_strategy))
+        collector = PredictionCollector(self.pipeline.crops_per_sample,
+                                        self.config.crop_strategy)
+        watching = collector.watch_head(self.head)
+        try:
+            return evaluate_batches(source.batches, forward, prepare,
+                                    len(self.scan.class_names), self.pipeline.crops_per_sample,
+                                    self.config.crop_strategy, self.ctx.autocast, self.control,
+                                    collector)
+        finally:
+            watching.remove()
 
     def _forward_and_prepare(self, source: EpochBatches, model: nn.Module) -> tuple[Any, Any]:
         """Cached features go to the head as they are; uint8 images are prepared for ``model``."""
@@ -358,7 +363,8 @@ class TrainingSession:
                     self.model, self.scan.class_names, self.config, number, accuracy))
                 self.best_model_path = str(self.run_dir / BEST_MODEL)
                 problem = write_best_predictions(evaluation.predictions, self.run_dir,
-                                                 self.scan.val, self.scan.class_names)
+                                                 self.scan.val, self.scan.class_names,
+                                                 self.config.data_root)
                 if problem:
                     self._say("warning", problem)
             self.best_val_accuracy, self.best_epoch = accuracy, number

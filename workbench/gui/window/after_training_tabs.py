@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject
 
+from workbench.core.data.health.model_features import read_feature_findings
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import RunEnd
 from workbench.gui.panels.predict_panel import PredictPanel, dropped_paths
@@ -69,6 +70,10 @@ class AfterTrainingTabs(QObject):
         self.runs_panel.refresh()
         if event.best_model_path and Path(event.best_model_path).is_file():
             self.predict_panel.set_model_file(event.best_model_path)
+        # What the model's features found joins the folder's own findings (Data health).
+        findings = read_feature_findings(event.run_dir) if event.run_dir else None
+        if findings is not None:
+            self._window.dataset_panel.health_panel.show_model_findings(findings)
 
     def _on_open_results_requested(self, run_dir: str) -> None:
         results = self._window.results_panel

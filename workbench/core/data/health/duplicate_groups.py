@@ -38,13 +38,20 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS) ->
     if len(hashed) < 2:
         return []
     hashes = np.array([int(item.phash, 16) for item in hashed], dtype=np.uint64)
-    parent = list(range(len(hashed)))
-    for first, second in _close_pairs(hashes, max_bits):
+    groups = connected_groups(len(hashed), _close_pairs(hashes, max_bits))
+    return sorted(sorted(hashed[index].path for index in group) for group in groups)
+
+
+def connected_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """The groups of two or more of ``count`` items that ``pairs`` join, directly or through
+    others (connected components), each in index order."""
+    parent = list(range(count))
+    for first, second in pairs:
         _union(parent, first, second)
-    members: dict[int, list[str]] = defaultdict(list)
-    for index, item in enumerate(hashed):
-        members[_find(parent, index)].append(item.path)
-    return sorted(sorted(paths) for paths in members.values() if len(paths) > 1)
+    members: dict[int, list[int]] = defaultdict(list)
+    for index in range(count):
+        members[_find(parent, index)].append(index)
+    return [group for group in members.values() if len(group) > 1]
 
 
 def hash_distance(first: str, second: str) -> int:

@@ -27,6 +27,13 @@ KINDS: dict[str, tuple[str, str]] = {
     "extreme_aspect": ("Extreme aspect ratio", "Cropping keeps only a small part of them."),
     "grayscale": ("Grayscale among colour", "Few grey images in a colour dataset."),
     "imbalance": ("Class balance", "How the training images are spread over the classes."),
+    # After training, from the trained model's penultimate features (model_features.py).
+    "model_near_duplicate": ("Near duplicates (model)",
+                             "Validation images the trained model sees as the same, though "
+                             "their pixels differ too much for the hash."),
+    "model_outlier": ("Outliers (model)",
+                      "Far from every other image of their class in the trained model's "
+                      "eyes: a wrong folder, a blank frame or an unusual view."),
 }
 
 

@@ -92,6 +92,7 @@ class HealthFindingsPanel(QWidget):
         self._root = ""
         self._options: tuple[float, int, str] = (0.2, 0, "")
         self._report: HealthReport | None = None
+        self._model_report: HealthReport | None = None  # a finished run's, of this folder
         self._left_out: list[str] = []  # finding kinds, in the order chosen
         self._checker = HealthCheckRunner(self)
         self._tiles = LatestRequestRunner(self, priority=-1)
@@ -136,6 +137,8 @@ class HealthFindingsPanel(QWidget):
                                          "exclusion list; nothing on disk is moved or deleted")
         self.include_button = QPushButton("Include all again")
         self.include_button.setEnabled(False)
+        self.model_label = QLabel()
+        self.model_label.hide()
         self.excluded_label = QLabel()
         self.excluded_label.hide()
         self.excluded_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -151,7 +154,7 @@ class HealthFindingsPanel(QWidget):
         status.addWidget(self.progress, 1)
         status.addWidget(self.status_label, 2)
         # Long folder names and report paths are clipped, never widen the panel.
-        for label in (self.status_label, self.excluded_label):
+        for label in (self.status_label, self.model_label, self.excluded_label):
             label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         body = QSplitter(Qt.Orientation.Horizontal)
         body.addWidget(self.findings_tree)
@@ -162,6 +165,7 @@ class HealthFindingsPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addLayout(status)
+        layout.addWidget(self.model_label)
         layout.addWidget(body, 1)
         layout.addWidget(self.excluded_label)
 
@@ -173,6 +177,8 @@ class HealthFindingsPanel(QWidget):
         self._checker.cancel()
         self._root = root
         self._report = None
+        self._model_report = None
+        self.model_label.hide()
         self._left_out = []
         self.findings_tree.clear()
         self.tiles_list.clear()
@@ -188,6 +194,27 @@ class HealthFindingsPanel(QWidget):
     def report(self) -> HealthReport | None:
         """The findings of the last finished check of the current folder."""
         return self._report
+
+    def show_model_findings(self, report: HealthReport) -> bool:
+        """Add what a finished run's model found among this folder's validation images
+        (``feature_health.json``) below the folder's own findings; False, and nothing
+        shown, when the run trained on another folder."""
+        if not self._root or os.path.realpath(report.root) != os.path.realpath(self._root):
+            return False
+        self._model_report = report
+        self._fill_tree()
+        counts = ", ".join(f"{f.count:,} {f.title.split(' (')[0].lower()}" for f in report.findings)
+        self.model_label.setText(
+            f"After training, the model's features of the {report.images:,} validation images "
+            f"found {counts or 'nothing more'} (listed below the folder's own findings).")
+        self.model_label.setToolTip(report.report_path)
+        self.model_label.show()
+        return True
+
+    def findings(self) -> list[Finding]:
+        """Everything shown: the folder check's findings, then the trained model's."""
+        return [f for r in (self._report, self._model_report) if r is not None
+                for f in r.findings]
 
     def wait_for_done(self, msecs: int = -1) -> bool:
         """Block until no check or thumbnail job runs (shutdown and tests)."""
@@ -225,8 +252,12 @@ class HealthFindingsPanel(QWidget):
             f"{report.images:,} images checked in {report.seconds:.1f} s{reused}: "
             f"{len(problems)} kind(s) of problem.")
         self.status_label.setToolTip(f"Report: {report.report_path}")
+        self._fill_tree()
+        self.report_ready.emit(report)
+
+    def _fill_tree(self) -> None:
         self.findings_tree.clear()
-        for finding in report.findings:
+        for finding in self.findings():
             why = finding.verdict or finding.explanation
             item = QTreeWidgetItem([finding.title, f"{finding.count:,}" if finding.items
                                     else "", why])
@@ -234,9 +265,8 @@ class HealthFindingsPanel(QWidget):
             for column in range(3):
                 item.setToolTip(column, why)
             self.findings_tree.addTopLevelItem(item)
-        if problems:
+        if any(f.items for f in self.findings()):
             self.findings_tree.setCurrentItem(self.findings_tree.topLevelItem(0))
-        self.report_ready.emit(report)
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:
@@ -278,7 +308,7 @@ class HealthFindingsPanel(QWidget):
     @Slot()
     def _on_leave_out_clicked(self) -> None:
         finding = self._selected_finding(self.findings_tree.currentItem())
-        if finding is None or self._report is None:
+        if finding is None:
             return
         if finding.kind not in self._left_out:
             self._left_out.append(finding.kind)
@@ -296,8 +326,7 @@ class HealthFindingsPanel(QWidget):
         from workbench.core.data.cache_folder import EXCLUDE_FILE, health_folder
         from workbench.core.data.health.exclusion_list import write_exclusion_file
 
-        assert self._report is not None
-        findings = [f for f in self._report.findings if f.kind in self._left_out]
+        findings = [f for f in self.findings() if f.kind in self._left_out]
         files = list(dict.fromkeys(p for f in findings for p in f.leave_out()))
         titles = ", ".join(f.title.lower() for f in findings)
         try:
@@ -314,6 +343,5 @@ class HealthFindingsPanel(QWidget):
         self.exclude_file_chosen.emit(str(path))
 
     def _selected_finding(self, item: QTreeWidgetItem | None) -> Finding | None:
-        if item is None or self._report is None:
-            return None
-        return self._report.finding(item.data(0, Qt.ItemDataRole.UserRole))
+        kind = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        return next((f for f in self.findings() if f.kind == kind), None)

@@ -107,7 +107,7 @@ def test_after_a_run_the_models_findings_join_the_folders(qtbot, window, shapes_
     rows = finding_rows(health)
     assert "Near duplicates (model)" in rows, rows
     assert not health.model_label.isHidden()
-    assert "model's features of the 17 validation images found" in health.model_label.text()
+    assert "best model's features of the 17 validation images found" in health.model_label.text()
     select_finding(health, "Near duplicates (model)")
     shown = [health.tiles_list.item(i).toolTip() for i in range(health.tiles_list.count())]
     assert any("circle/copy_of_first.png" in tip and original.name in tip for tip in shown)

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.gui.widgets.elided_label import ElidedLabel
 from workbench.gui.widgets.thumbnail_browser import decode_thumbnail
 from workbench.gui.workers.health_check_runner import HealthCheckRunner
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
@@ -137,7 +138,7 @@ class HealthFindingsPanel(QWidget):
                                          "exclusion list; nothing on disk is moved or deleted")
         self.include_button = QPushButton("Include all again")
         self.include_button.setEnabled(False)
-        self.model_label = QLabel()
+        self.model_label = ElidedLabel(max_lines=2)
         self.model_label.hide()
         self.excluded_label = QLabel()
         self.excluded_label.hide()
@@ -203,10 +204,12 @@ class HealthFindingsPanel(QWidget):
             return False
         self._model_report = report
         self._fill_tree()
-        counts = ", ".join(f"{f.count:,} {f.title.split(' (')[0].lower()}" for f in report.findings)
+        named = {"model_near_duplicate": "near-duplicate group(s)", "model_outlier": "outlier(s)"}
+        counts = " and ".join(f"{f.count:,} {named.get(f.kind, f.title.lower())}"
+                              for f in report.findings)
         self.model_label.setText(
-            f"After training, the model's features of the {report.images:,} validation images "
-            f"found {counts or 'nothing more'} (listed below the folder's own findings).")
+            f"After training, the best model's features of the {report.images:,} validation "
+            f"images found {counts or 'nothing more'}, listed as (model) findings.")
         self.model_label.setToolTip(report.report_path)
         self.model_label.show()
         return True

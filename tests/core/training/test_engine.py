@@ -288,8 +288,9 @@ def test_resume_keeps_the_learning_rate_schedule(tmp_path):
     resumed_lrs = [e.lr for e in first.events("on_epoch_end") + resumed.events("on_epoch_end")]
     assert len(straight_lrs) == len(resumed_lrs) == 8
     assert straight_lrs == pytest.approx(resumed_lrs, rel=1e-9)
-    # And the schedule itself: epochs 1-6 end at 0.01; the 7th step decays it tenfold.
-    assert straight_lrs == pytest.approx([0.01] * 6 + [0.001] * 2, rel=1e-9)
+    # And the schedule itself, as each epoch trained: epochs 1-7 at 0.01; the step after the
+    # 7th decays it tenfold, so epoch 8 trains (and its steps report) 0.001.
+    assert straight_lrs == pytest.approx([0.01] * 7 + [0.001], rel=1e-9)
     step_lrs = [s.lr for s in resumed.events("on_step")]
     assert step_lrs == pytest.approx([0.01] * 4 + [0.001], rel=1e-9)  # epochs 4..8
 

@@ -90,6 +90,7 @@ class TrainingSession:
         self.best_epoch = 0
         self.best_val_accuracy = -1.0
         self.best_val_loss = math.nan  # the best epoch's; NaN when an old checkpoint lacks it
+        self._epoch_lr = 0.0  # the lr the current epoch trained at (its EpochEnd says it)
         self.best_model_path = ""
         self.last_checkpoint_path = ""
         self.ended: RunEnd | None = None
@@ -237,6 +238,7 @@ class TrainingSession:
             evaluation = self._evaluate()
             if self.control.cancel_requested:
                 return self._end("cancelled")
+            self._epoch_lr = float(self.optimizer.param_groups[0]["lr"])  # what it trained at
             if self.scheduler is not None:
                 self.scheduler.step()
             # Updated before the checkpoint is written, which keeps its state for a resume.
@@ -387,7 +389,7 @@ class TrainingSession:
             train_accuracy=result.accuracy, val_loss=evaluation.loss, val_accuracy=accuracy,
             per_class_accuracy=evaluation.confusion.per_class_accuracy(),
             confusion=evaluation.confusion.as_tuple(),
-            lr=float(self.optimizer.param_groups[0]["lr"]), epoch_seconds=result.seconds,
+            lr=self._epoch_lr, epoch_seconds=result.seconds,
             images_per_second=result.samples / result.seconds if result.seconds else 0.0,
             is_best=is_best, best_epoch=self.best_epoch,
             best_val_accuracy=self.best_val_accuracy, checkpoint_path=self.last_checkpoint_path,

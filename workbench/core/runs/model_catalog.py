@@ -147,9 +147,3 @@ def catalogue_defaults(name: str) -> dict[str, Any]:
     facts = model_facts(name)
     return {**_IMAGENET_CROPS, "resize_size": facts.resize_size, "crop_size": facts.crop_size,
             **RECIPES[facts.recipe]}
-
-
-def recipe_text(recipe: str) -> str:
-    """'sgd lr 0.001, step' : a recipe in a few words."""
-    settings = RECIPES[recipe]
-    return f"{settings['optimizer']} lr {settings['lr']:g}, {settings['scheduler']}"

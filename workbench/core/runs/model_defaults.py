@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Protocol, TypeVar
 
-from workbench.core.runs.model_catalog import TORCHVISION_MODELS, catalogue_defaults
+from workbench.core.runs.model_catalog import TORCHVISION_MODELS, catalogue_defaults, model_facts
 
 # The model a new config starts with. TrainConfig's field defaults are this model's defaults
 # (config.py reads them from here), so the form, the command line and --help agree with a run.
@@ -106,3 +106,17 @@ def random_frozen_backbone_problem(config: _Config) -> str | None:
     if config.weights == "none" and config.finetune == "last_layer":
         return RANDOM_FROZEN_BACKBONE + "; choose finetune 'full' or other weights"
     return None
+
+
+def model_summary(model: str) -> str:
+    """One line about ``model`` for the picker: its ImageNet figures from torchvision, the
+    crop and the fine-tuning recipe choosing it sets. Imports torchvision (seconds, once)."""
+    defaults = defaults_for(model)
+    recipe = f"{defaults['optimizer']} lr {defaults['lr']:g}, {defaults['scheduler']}"
+    if model not in TORCHVISION_MODELS:
+        return (f"Trained from scratch (no ImageNet weights) on {defaults['crop_size']} px "
+                f"crops; {recipe}.")
+    facts = model_facts(model)
+    return (f"ImageNet acc@1 {facts.acc1:.1f}%, {facts.params / 1e6:.1f} M parameters, "
+            f"{facts.gflops:.2f} GFLOPS, {facts.file_mib:.0f} MiB download; crop "
+            f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); {recipe}.")

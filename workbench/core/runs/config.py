@@ -232,7 +232,8 @@ def defaults_by_model(name: str) -> dict[str, Any]:
     theirs from their weights (``model_defaults.defaults_for``), which needs torchvision:
     help text built from this must not import it."""
     field_default = getattr(TrainConfig(), name)
-    return {model: values.get(name, field_default) for model, values in MODEL_DEFAULTS.items()}
+    return {model: MODEL_DEFAULTS[model].get(name, field_default) for model in MODELS
+            if model in MODEL_DEFAULTS}
 
 
 _Problems = list[tuple[str, str]]

@@ -1,7 +1,8 @@
 """Every model of the catalogue, built and trained for real: its head found wherever its family
 keeps it, fine-tuned a step in each mode, its frozen backbone's cached features equal to what
 its own head is fed, and a weights file of its architecture loaded (a state dict saved from
-torchvision's own constructor stands in for ImageNet weights, which cannot be downloaded here).
+torchvision's own constructor stands in for ImageNet weights, which cannot be downloaded here),
+and its Grad-CAM map drawn from the layer its family has one at.
 
 Crops are the smallest each architecture takes (32 px; 224 for ViT and Swin, which then get one
 image: they have no BatchNorm that needs two, and ViT's steps take seconds each on a CPU).
@@ -25,6 +26,7 @@ from workbench.core.models.building import (
     build_model,
     set_train_mode,
 )
+from workbench.core.models.grad_cam import class_activation_map
 from workbench.core.models.heads import classifier_head, split_backbone_head
 from workbench.core.runs.config import MODELS, TrainConfig
 from workbench.core.runs.control import RunControl
@@ -142,6 +144,13 @@ def test_every_model_loads_its_weights_trains_and_caches_its_features(
     # its frozen part (dropout beside MobileNet's head too) feeds the head the same.
     set_train_mode(model, "last_layer")
     torch.testing.assert_close(penultimate_features(model, images)[0].flatten(1), features)
+
+    # Grad-CAM reads feature maps with a grid (ViT's tokens laid back on theirs, the image
+    # resized to its square): the map covers the whole image and varies over it.
+    photo = torch.rand(1, images.shape[1], 64, 96, generator=torch.Generator().manual_seed(2))
+    cam, _, _ = class_activation_map(model, photo)
+    assert tuple(cam.shape) == (64, 96)
+    assert float(cam.max()) == 1.0 and float(cam.std()) > 0.01
 
     assert torch.isfinite(torch.tensor(train_step(model, "full", images, labels)))
     moved = [key for key, value in model.state_dict().items()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torchvision
 
+from workbench.core.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.model_catalog import TORCHVISION_MODELS, catalogue_defaults, model_facts
 from workbench.core.runs.model_defaults import MODEL_DEFAULTS, apply_model_defaults
@@ -29,6 +30,8 @@ def test_choosing_a_model_sets_its_weights_preprocessing_and_family_recipe(name:
     else:
         assert (config.optimizer, config.lr, config.momentum) == ("sgd", 0.001, 0.9)
     facts = model_facts(name)
+    # Every model is normalised with ImageNet's statistics (transforms.normalization_for).
+    assert (facts.mean, facts.std) == (IMAGENET_MEAN, IMAGENET_STD)
     assert facts.acc1 == weights.meta["_metrics"]["ImageNet-1K"]["acc@1"]
     assert facts.params == sum(p.numel() for p in
                                torchvision.models.get_model(name, weights=None).parameters())

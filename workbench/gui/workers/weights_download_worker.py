@@ -35,7 +35,8 @@ class WeightsDownloadJob(QRunnable):
     """One download; connect to ``job.signals`` before handing the job to a pool, and keep a
     reference to them until ``finished``."""
 
-    def __init__(self, model: str = "resnet18") -> None:
+    def __init__(self, model: str) -> None:
+        """``model``: whose ImageNet weights to download, e.g. 'convnext_tiny'."""
         super().__init__()
         self._model = model
         self.control = RunControl()

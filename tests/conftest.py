@@ -96,7 +96,7 @@ def served_imagenet_weights(tmp_path: Path, local_file_server, monkeypatch) -> S
     local_file_server.files[name] = data
     url = f"http://127.0.0.1:{local_file_server.server_address[1]}/{name}"
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
-    monkeypatch.setattr(building, "imagenet_weights_url", lambda: url)
+    monkeypatch.setattr(building, "imagenet_weights_url", lambda _model="resnet18": url)
     return ServedWeights(local_file_server, data, name, saved)
 
 

@@ -12,6 +12,7 @@ import sys
 
 from workbench import __version__
 from workbench.cli import (
+    catalogue_commands,
     data_commands,
     device_commands,
     lr_find_commands,
@@ -22,8 +23,8 @@ from workbench.cli import (
 )
 from workbench.core.runs.config import ConfigError
 
-COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, data_commands,
-                   device_commands, run_commands, probe_commands)
+COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, catalogue_commands,
+                   data_commands, device_commands, run_commands, probe_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

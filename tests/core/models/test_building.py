@@ -17,8 +17,8 @@ from workbench.core.models.building import (
     build_model,
     imagenet_weights_path,
     set_train_mode,
-    split_backbone_head,
 )
+from workbench.core.models.heads import split_backbone_head
 from workbench.core.runs.config import TrainConfig
 
 
@@ -55,7 +55,7 @@ def offline_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(torch.hub, "_hub_dir", str(tmp_path / "hub"))
     file_name = building.imagenet_weights_url().rsplit("/", 1)[1]
     monkeypatch.setattr(building, "imagenet_weights_url",
-                        lambda: f"http://127.0.0.1:9/{file_name}")
+                        lambda _model="resnet18": f"http://127.0.0.1:9/{file_name}")
     return tmp_path / "hub"
 
 

@@ -35,7 +35,7 @@ def test_every_problem_is_reported_with_its_field(tmp_path):
         "Crop size (crop_size): 224 is larger than resize_size 100",
         "Momentum (momentum): must be in [0, 1)",
         "Weight decay (weight_decay): must not be negative",
-        "Model (model): 'vgg' is not one of resnet18, small_cnn",
+        "Model (model): 'vgg' is not one of resnet18, resnet34, resnet50, mobilenet_v3_small",
         "Device (device): 'gpu' is not",
         "Weights file (weights_file): choose a state_dict file",
         "Validation fraction (val_fraction): must be between 0 and 1",

@@ -183,7 +183,8 @@ def test_an_offline_download_says_so_and_trains_without_it(qtbot, window, config
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     name = building.imagenet_weights_url().rsplit("/", 1)[1]
     # Port 9 of this computer: nothing listens, the connection is refused as offline.
-    monkeypatch.setattr(building, "imagenet_weights_url", lambda: f"http://127.0.0.1:9/{name}")
+    monkeypatch.setattr(building, "imagenet_weights_url",
+                        lambda _model="resnet18": f"http://127.0.0.1:9/{name}")
     window.apply_config(config.replace(model="resnet18", weights="imagenet",
                                        finetune="last_layer"))
     wait_for_check(qtbot, window)

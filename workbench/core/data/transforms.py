@@ -157,7 +157,8 @@ class MultiCrop:
 
 
 def normalization_for(config: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(mean, std) the model expects: ImageNet for resnet18, digits statistics for small_cnn."""
+    """(mean, std) the model expects: digits statistics for small_cnn, ImageNet's for every
+    torchvision model (all their weights were made with it; test_model_catalog checks)."""
     if config.model == "small_cnn":
         return DIGITS_MEAN, DIGITS_STD
     return IMAGENET_MEAN, IMAGENET_STD

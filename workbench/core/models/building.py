@@ -1,7 +1,8 @@
-"""Models: ResNet18 transfer learning or a small digits CNN, fine-tune modes, backbone/head split.
+"""Models: torchvision's classification models (``model_catalog``) for transfer learning, or a
+small digits CNN; their weights (ImageNet, or a file) and fine-tune modes.
 
-Every model keeps its classifier head in ``model.fc`` so that fine-tune modes, the frozen-backbone
-feature cache and weight files all speak of the same layer.
+Every family keeps its classifier head somewhere else; ``heads`` finds it, so fine-tune modes,
+the frozen-backbone feature cache and weight files all speak of the same layer.
 """
 
 from __future__ import annotations
@@ -16,9 +17,16 @@ import torch
 import torchvision
 from torch import Tensor, nn
 
+from workbench.core.models.heads import classifier_head, head_state_prefix, replace_head
 from workbench.core.models.safe_load import UnsafeOrUnreadableFile, load_tensors_file
 from workbench.core.models.weights_download import DownloadError, ProgressCallback, download_file
 from workbench.core.runs.config import FINETUNE_MODES, TrainConfig
+from workbench.core.runs.model_catalog import (
+    SMALL_CNN,
+    TORCHVISION_MODELS,
+    imagenet_weights_entry,
+    unknown_model_message,
+)
 from workbench.core.warnings import WorkbenchWarning
 
 Report = Callable[[str, str], None]
@@ -90,15 +98,15 @@ def build_model(config: TrainConfig, num_classes: int, report: Report | None = N
     Raises:
         WeightsError: The weights could not be downloaded, found or loaded.
         DownloadCancelled: ``should_cancel`` stopped the download; no file was left.
-        ValueError: Unknown model, weights or fine-tune mode.
+        ValueError: Unknown model (the message lists the choices), weights or fine-tune mode.
     """
     report = report or _warn_only
     if num_classes < 1:
         raise ValueError(f"num_classes must be at least 1 (got {num_classes})")
-    if config.model == "resnet18":
-        model = _build_resnet18(config, num_classes, report, on_download_progress,
-                                should_cancel)
-    elif config.model == "small_cnn":
+    if config.model in TORCHVISION_MODELS:
+        model = _build_torchvision_model(config, num_classes, report, on_download_progress,
+                                         should_cancel)
+    elif config.model == SMALL_CNN:
         if config.weights == "imagenet":
             raise WeightsError("small_cnn has no ImageNet weights; choose weights 'none' or 'file'")
         model = SmallCNN(num_classes, in_channels=config.in_channels)
@@ -107,30 +115,31 @@ def build_model(config: TrainConfig, num_classes: int, report: Report | None = N
         elif config.weights != "none":
             raise ValueError(f"unknown weights '{config.weights}'")
     else:
-        raise ValueError(f"unknown model '{config.model}'")
+        raise ValueError(unknown_model_message(config.model))
     apply_finetune_mode(model, config.finetune)
     return model
 
 
-def _build_resnet18(config: TrainConfig, num_classes: int, report: Report,
-                    on_download_progress: ProgressCallback | None,
-                    should_cancel: Callable[[], bool] | None) -> nn.Module:
+def _build_torchvision_model(config: TrainConfig, num_classes: int, report: Report,
+                             on_download_progress: ProgressCallback | None,
+                             should_cancel: Callable[[], bool] | None) -> nn.Module:
+    name = config.model
     if config.weights == "imagenet":
-        model = torchvision.models.resnet18(weights=None)
-        path = imagenet_weights_path()
+        model = torchvision.models.get_model(name, weights=None)
+        path = imagenet_weights_path(name)
         try:
-            model.load_state_dict(_imagenet_state_dict(report, on_download_progress,
+            model.load_state_dict(_imagenet_state_dict(name, report, on_download_progress,
                                                        should_cancel))
         except (RuntimeError, TypeError, AttributeError) as exc:
             raise WeightsError(
-                f"ImageNet weights file '{path}' does not hold resnet18 weights "
+                f"ImageNet weights file '{path}' does not hold {name} weights "
                 f"({str(exc).splitlines()[0]}); delete it so it is downloaded again."
             ) from exc
-        model.fc = nn.Linear(model.fc.in_features, num_classes)
+        replace_head(model, num_classes)
         report("info", f"ImageNet weights loaded from '{path}'; the {num_classes}-class head "
                        "starts fresh")
         return model
-    model = torchvision.models.resnet18(weights=None, num_classes=num_classes)
+    model = torchvision.models.get_model(name, weights=None, num_classes=num_classes)
     if config.weights == "file":
         load_weights_file(model, config.weights_file, report)
     elif config.weights != "none":
@@ -138,60 +147,63 @@ def _build_resnet18(config: TrainConfig, num_classes: int, report: Report,
     return model
 
 
-def imagenet_weights_url() -> str:
-    """Where torchvision publishes the ResNet18 ImageNet file (its name carries its hash)."""
-    return torchvision.models.ResNet18_Weights.IMAGENET1K_V1.url
+def imagenet_weights_url(model: str = "resnet18") -> str:
+    """Where torchvision publishes ``model``'s ImageNet file (its name carries its hash)."""
+    return imagenet_weights_entry(model).url
 
 
-def imagenet_weights_path() -> Path:
-    """Where the ResNet18 ImageNet file is expected: ``torch.hub.get_dir()/checkpoints/<name>``."""
-    file_name = Path(urlparse(imagenet_weights_url()).path).name
+def imagenet_weights_path(model: str = "resnet18") -> Path:
+    """Where ``model``'s ImageNet file is expected: ``torch.hub.get_dir()/checkpoints/<name>``,
+    where torchvision's own ``weights=`` would keep it."""
+    file_name = Path(urlparse(imagenet_weights_url(model)).path).name
     return Path(torch.hub.get_dir()) / "checkpoints" / file_name
 
 
-def imagenet_weights_size() -> int:
-    """Bytes of the ResNet18 ImageNet file, from torchvision's weights metadata (``_file_size``
+def imagenet_weights_size(model: str = "resnet18") -> int:
+    """Bytes of ``model``'s ImageNet file, from torchvision's weights metadata (``_file_size``
     is in MiB there, to three decimals: this is right to about a kilobyte)."""
-    return round(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["_file_size"] * 2**20)
+    return round(imagenet_weights_entry(model).meta["_file_size"] * 2**20)
 
 
 def download_imagenet_weights(on_progress: ProgressCallback | None = None,
-                              should_cancel: Callable[[], bool] | None = None) -> Path:
-    """Download the ResNet18 ImageNet file to ``imagenet_weights_path()``, checked against the
-    hash in its name; nothing is left there when it fails or is cancelled.
+                              should_cancel: Callable[[], bool] | None = None,
+                              model: str = "resnet18") -> Path:
+    """Download ``model``'s ImageNet file to ``imagenet_weights_path(model)``, checked against
+    the hash in its name; nothing is left there when it fails or is cancelled.
 
     Raises:
         WeightsError: the download failed; the message says where to copy the file instead.
         DownloadCancelled: ``should_cancel`` stopped it.
     """
-    url = imagenet_weights_url()
-    path = imagenet_weights_path()
+    url = imagenet_weights_url(model)
+    path = imagenet_weights_path(model)
     match = torch.hub.HASH_REGEX.search(path.name)
     try:
         return download_file(url, path, match.group(1) if match else None,
                              on_progress=on_progress, should_cancel=should_cancel)
     except DownloadError as exc:
         raise WeightsError(
-            f"ImageNet weights for resnet18 are not on this computer and could not be "
+            f"ImageNet weights for {model} are not on this computer and could not be "
             f"downloaded from {url} ({exc}). Copy the file '{path.name}' into the folder "
             f"'{path.parent}', or choose weights 'none' (random start) or 'file' "
             "(a state_dict file you have)."
         ) from exc
 
 
-def _imagenet_state_dict(report: Report, on_download_progress: ProgressCallback | None,
+def _imagenet_state_dict(model: str, report: Report,
+                         on_download_progress: ProgressCallback | None,
                          should_cancel: Callable[[], bool] | None) -> dict[str, Tensor]:
     """The ImageNet state dict from the hub cache, downloading it once when it is not there.
 
-    ``resnet18(weights=...)`` would fetch the same file, but it prints to stdout, cannot be
+    ``get_model(model, weights=...)`` would fetch the same file, but it prints to stdout, cannot be
     cancelled and does not restrict unpickling; this uses the same URL, cache file and hash
     check, reports progress, and loads it with ``torch.load(weights_only=True)`` like every
     other file.
     """
-    path = imagenet_weights_path()
+    path = imagenet_weights_path(model)
     if not path.is_file():
-        report("info", f"Downloading ImageNet weights for resnet18 to '{path}'")
-        download_imagenet_weights(on_download_progress, should_cancel)
+        report("info", f"Downloading ImageNet weights for {model} to '{path}'")
+        download_imagenet_weights(on_download_progress, should_cancel, model)
     try:
         state = load_tensors_file(path)
     except UnsafeOrUnreadableFile as exc:
@@ -208,11 +220,12 @@ def load_weights_file(model: nn.Module, weights_file: str | Path, report: Report
     Accepts a plain state dict, a dict holding one under "model" or "state_dict", or a
     workbench file (a training checkpoint gives its "best_model" when it has one).
 
-    The head keeps its size: a file whose ``fc`` has another number of outputs has those keys
-    skipped and reported. Other missing, unexpected or mis-shaped keys are reported as warnings.
+    The head keeps its size: a file whose head has another number of outputs has those keys
+    skipped and reported. Missing or unexpected keys are reported as warnings.
 
     Raises:
-        WeightsError: The file is missing, unreadable, not a state dict, or matches no layer.
+        WeightsError: The file is missing, unreadable, not a state dict, matches no layer, or
+            has layers of other shapes (another architecture's file; the message names them).
     """
     path = Path(weights_file)
     if not str(weights_file) or not path.is_file():
@@ -261,6 +274,7 @@ def _match_state_dict(
 ) -> dict[str, Tensor]:
     """The tensors of ``state`` that fit ``model``; everything left out is reported."""
     own = model.state_dict()
+    head = head_state_prefix(model)
     usable: dict[str, Tensor] = {}
     head_skipped: list[str] = []
     misshaped: list[str] = []
@@ -269,24 +283,30 @@ def _match_state_dict(
             continue
         if own[key].shape == value.shape:
             usable[key] = value
-        elif key.startswith("fc."):
+        elif key.startswith(head):
             head_skipped.append(key)
         else:
-            misshaped.append(f"{key} (file {tuple(value.shape)}, model {tuple(own[key].shape)})")
-    if not any(not key.startswith("fc.") for key in usable):
+            misshaped.append(key)
+    if not any(not key.startswith(head) for key in usable):
         raise WeightsError(
             f"weights file '{path}' matches no layer of this {type(model).__name__} backbone "
             f"(its {len(state)} tensors start with {_short_list(list(state))}); "
             "was it saved from a different model?"
         )
-    if head_skipped:
-        file_classes = state["fc.weight"].shape[0] if "fc.weight" in state else "another number of"
-        model_classes = own["fc.weight"].shape[0]
-        report("info", f"{', '.join(head_skipped)}: file has {file_classes} classes, this dataset "
-                       f"has {model_classes}; the head starts fresh")
     if misshaped:
-        report("warning", f"{len(misshaped)} tensor(s) in '{path}' have another shape and keep "
-                          f"their random start: {_short_list(misshaped)}")
+        # Layers of the same name and another shape: another architecture (resnet50's file
+        # for resnet18, efficientnet_b1's for b0). Half-loading it would train a network that
+        # is neither, so it is refused.
+        layers = _layer_shapes(misshaped, state, own)
+        raise WeightsError(
+            f"weights file '{path}' was saved from another architecture: {len(layers)} "
+            f"layer(s) have other shapes than in this {type(model).__name__}: "
+            f"{_short_list(layers)}; choose a file saved from the same model")
+    if head_skipped:
+        weight = head + "weight"
+        file_classes = state[weight].shape[0] if weight in state else "another number of"
+        report("info", f"{', '.join(head_skipped)}: file has {file_classes} classes, this dataset "
+                       f"has {own[weight].shape[0]}; the head starts fresh")
     missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
     if missing:
         report("warning", f"{len(missing)} layer tensor(s) are not in '{path}' and keep their "
@@ -296,6 +316,17 @@ def _match_state_dict(
         report("warning", f"{len(unexpected)} tensor(s) in '{path}' belong to no layer of this "
                           f"model and were ignored: {_short_list(unexpected)}")
     return usable
+
+
+def _layer_shapes(keys: list[str], state: Mapping[str, Tensor],
+                  own: Mapping[str, Tensor]) -> list[str]:
+    """'features.2.block.0.0 (file (72, 16, 1, 1), model (64, 16, 1, 1))' for each layer of
+    ``keys``, shown by its first tensor (a BatchNorm's four tensors name one layer once)."""
+    first_key: dict[str, str] = {}
+    for key in keys:
+        first_key.setdefault(key.rpartition(".")[0], key)
+    return [f"{layer} (file {tuple(state[key].shape)}, model {tuple(own[key].shape)})"
+            for layer, key in first_key.items()]
 
 
 def _short_list(items: list[str]) -> str:
@@ -308,17 +339,11 @@ def _warn_only(level: str, text: str) -> None:
         warnings.warn(text, WorkbenchWarning, stacklevel=3)
 
 
-def _head(model: nn.Module) -> nn.Module:
-    head = getattr(model, "fc", None)
-    if not isinstance(head, nn.Module):
-        raise TypeError(f"{type(model).__name__} has no 'fc' head")
-    return head
-
-
 def apply_finetune_mode(model: nn.Module, finetune: str) -> list[nn.Parameter]:
     """Set ``requires_grad`` for ``finetune`` and return the parameters to optimise.
 
-    'last_layer' trains only ``model.fc``; 'full' trains everything.
+    'last_layer' trains only the classifier head (``heads.classifier_head``); 'full' trains
+    everything.
     """
     if finetune not in FINETUNE_MODES:
         raise ValueError(f"unknown finetune mode '{finetune}' (use {', '.join(FINETUNE_MODES)})")
@@ -326,7 +351,7 @@ def apply_finetune_mode(model: nn.Module, finetune: str) -> list[nn.Parameter]:
         model.requires_grad_(True)
         return list(model.parameters())
     model.requires_grad_(False)
-    head = _head(model)
+    head = classifier_head(model)
     head.requires_grad_(True)
     return list(head.parameters())
 
@@ -341,26 +366,9 @@ def set_train_mode(model: nn.Module, finetune: str) -> None:
         raise ValueError(f"unknown finetune mode '{finetune}' (use {', '.join(FINETUNE_MODES)})")
     model.train()
     if finetune == "last_layer":
-        head = _head(model)
-        for child in model.children():
-            if child is not head:
-                child.eval()
-
-
-def split_backbone_head(model: nn.Module) -> tuple[nn.Module, nn.Module]:
-    """Split ``model`` into ``backbone`` (images -> ``[N, F]``) and ``head`` (features -> logits).
-
-    Both share ``model``'s modules and weights (nothing is copied), and
-    ``head(backbone(x))`` equals ``model(x)``.
-    """
-    if isinstance(model, torchvision.models.ResNet):
-        # The layers of ResNet.forward in order, with flatten in place of the final fc.
-        backbone = nn.Sequential(
-            model.conv1, model.bn1, model.relu, model.maxpool,
-            model.layer1, model.layer2, model.layer3, model.layer4,
-            model.avgpool, nn.Flatten(1),
-        )
-        return backbone, model.fc
-    if isinstance(model, SmallCNN):
-        return model.features, model.fc
-    raise TypeError(f"cannot split a {type(model).__name__} into backbone and head")
+        # Every layer outside the head, however deep (MobileNet's dropout sits beside its head
+        # inside 'classifier'), so the frozen part computes what the feature cache holds.
+        head_layers = set(classifier_head(model).modules())
+        for module in model.modules():
+            if module is not model and module not in head_layers:
+                module.training = False

@@ -2,9 +2,14 @@
 
 The gradient of the class score with respect to the last convolutional feature maps, averaged
 over each map, weighs those maps; their ReLU'd sum, scaled up to the image, is the heat map.
-The layer is ResNet18's last convolutional block (``layer4``) and the small CNN's last
-convolution. The whole resized image goes through the network (both models pool adaptively),
-so the map covers the picture the user sees, not one crop of it. The class and probability it
+The layer is each family's last stage of feature maps (``target_layer``): ResNet's ``layer4``,
+RegNet's ``trunk_output``, ShuffleNet's ``conv5``, the ``features`` of MobileNet,
+EfficientNet and ConvNeXt, the small CNN's last convolution; Swin's ``features`` give
+channels-last maps, and ViT's tokens entering its last block (``ln_1``: the class token reads
+them there, so they have gradients) are laid back on their patch grid. The whole resized
+image goes through the network (the convolutional ones pool adaptively, Swin pads), so the
+map covers the picture the user sees, not one crop of it; ViT takes only its own square size,
+so the image is resized to it and the map back. The class and probability it
 names are the run's own prediction, made as predictions.csv's is: the evaluation crops'
 logits averaged, then the softmax. The whole image would give another figure, and the
 caption would contradict the gallery beside it.
@@ -12,6 +17,7 @@ caption would contradict the gallery beside it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,18 +61,51 @@ class GradCam:
         return overlay_heatmap(self.image, self.heatmap, alpha)
 
 
+_FEATURES_STAGE = (torchvision.models.MobileNetV3, torchvision.models.EfficientNet,
+                   torchvision.models.ConvNeXt, torchvision.models.SwinTransformer)
+
+
 def target_layer(model: nn.Module) -> nn.Module:
-    """The layer Grad-CAM reads: ResNet's ``layer4``, the small CNN's last ``Conv2d``.
+    """The layer Grad-CAM reads (see the module's docstring for each family).
 
     Raises:
-        TypeError: the model is neither.
+        TypeError: the model is of no family Workbench trains.
     """
-    if isinstance(model, torchvision.models.ResNet):
+    models = torchvision.models
+    if isinstance(model, models.ResNet):
         return model.layer4
+    if isinstance(model, models.RegNet):
+        return model.trunk_output
+    if isinstance(model, models.ShuffleNetV2):
+        return model.conv5
+    if isinstance(model, _FEATURES_STAGE):
+        return model.features
+    if isinstance(model, models.VisionTransformer):
+        return model.encoder.layers[-1].ln_1
     if isinstance(model, SmallCNN):
         convolutions = [m for m in model.features if isinstance(m, nn.Conv2d)]
         return convolutions[-1]
-    raise TypeError(f"Grad-CAM does not know the last convolution of a {type(model).__name__}")
+    raise TypeError(f"Grad-CAM does not know the last feature maps of a {type(model).__name__}")
+
+
+def _as_maps(model: nn.Module, activations: Tensor) -> Tensor:
+    """The target layer's output as ``[N, C, h, w]`` maps."""
+    if isinstance(model, torchvision.models.SwinTransformer):
+        return activations.permute(0, 3, 1, 2)  # Swin's stages are channels-last
+    if isinstance(model, torchvision.models.VisionTransformer):
+        patches = activations[:, 1:]  # the class token has no place on the grid
+        side = math.isqrt(patches.shape[1])
+        return patches.transpose(1, 2).reshape(patches.shape[0], -1, side, side)
+    return activations
+
+
+def _network_input(model: nn.Module, images: Tensor) -> Tensor:
+    """``images`` at a size the network takes: ViT's own square, any size for the others."""
+    if isinstance(model, torchvision.models.VisionTransformer):
+        size = (model.image_size, model.image_size)
+        if tuple(images.shape[-2:]) != size:
+            return F.interpolate(images, size=size, mode="bilinear", align_corners=False)
+    return images
 
 
 def class_activation_map(model: nn.Module, images: Tensor, class_index: int | None = None
@@ -87,15 +126,16 @@ def class_activation_map(model: nn.Module, images: Tensor, class_index: int | No
     try:
         model.eval()
         with torch.enable_grad():
-            inputs = images.detach().requires_grad_(True)  # gradients flow even if frozen
+            inputs = _network_input(model, images.detach()).requires_grad_(True)  # even if frozen
             logits = model(inputs)
             index = int(logits.argmax(dim=1)) if class_index is None else class_index
             model.zero_grad(set_to_none=True)
             logits[0, index].backward()
     finally:
         handle.remove()
-    maps = captured["maps"]
-    weights = maps.grad.mean(dim=(2, 3), keepdim=True)
+    maps, gradients = (_as_maps(model, tensor) for tensor in
+                       (captured["maps"], captured["maps"].grad))
+    weights = gradients.mean(dim=(2, 3), keepdim=True)
     cam = F.relu((weights * maps).sum(dim=1, keepdim=True)).detach()
     cam = F.interpolate(cam, size=images.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
     peak = float(cam.max())

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.runs.config_fields import choices_of, problem_text
+from workbench.core.runs.model_catalog import TORCHVISION_MODELS, model_facts
 from workbench.core.runs.model_defaults import DEFAULT_MODEL, MODEL_DEFAULTS
 
 # The allowed values, with their human labels, live in config_fields (one description a field).
@@ -225,10 +226,14 @@ class TrainConfig:
 
 
 def defaults_by_model(name: str) -> dict[str, Any]:
-    """Each model's default of field ``name``, by model: the value choosing that model sets
-    (``MODEL_DEFAULTS``), else the field's own default, which choosing it leaves alone."""
+    """The default of field ``name`` with each model whose defaults are written out
+    (``MODEL_DEFAULTS``: resnet18 and small_cnn): the value choosing that model sets, else the
+    field's own default, which choosing it leaves alone. The catalogue's other models take
+    theirs from their weights (``model_defaults.defaults_for``), which needs torchvision:
+    help text built from this must not import it."""
     field_default = getattr(TrainConfig(), name)
-    return {model: MODEL_DEFAULTS.get(model, {}).get(name, field_default) for model in MODELS}
+    return {model: MODEL_DEFAULTS[model].get(name, field_default) for model in MODELS
+            if model in MODEL_DEFAULTS}
 
 
 _Problems = list[tuple[str, str]]
@@ -301,10 +306,27 @@ def _path_problems(config: TrainConfig, check_paths: bool) -> _Problems:
     return problems
 
 
+# The largest smallest input of the catalogue (ViT's and Swin's 224 px): crops at least this
+# large fit every model, and checking them needs no torchvision import.
+_CROP_FITS_EVERY_MODEL = 224
+
+
+def _smallest_input(model: str, crop_size: int) -> int | None:
+    """The smallest input side of ``model`` when ``crop_size`` is below it, else None."""
+    if crop_size >= _CROP_FITS_EVERY_MODEL or model not in TORCHVISION_MODELS:
+        return None
+    smallest = model_facts(model).min_size
+    return smallest if crop_size < smallest else None
+
+
 def _model_problems(config: TrainConfig) -> _Problems:
     problems: _Problems = []
     if config.model == "small_cnn" and config.weights == "imagenet":
         problems.append(("weights", "small_cnn has no ImageNet weights; use 'none' or 'file'"))
+    smallest = _smallest_input(config.model, config.crop_size)
+    if smallest is not None:
+        problems.append(("crop_size", f"{config.crop_size} is smaller than {config.model} "
+                                      f"takes; its crops must be at least {smallest} px"))
     if config.crop_size > config.resize_size:
         problems.append(("crop_size", f"{config.crop_size} is larger than resize_size "
                                       f"{config.resize_size}; crops must fit inside the resized "

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from workbench.core.runs.model_catalog import MODEL_LABELS
+
 
 @dataclass(frozen=True)
 class FieldContext:
@@ -104,9 +106,11 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "training'. Empty trains on every image; the files themselves are never touched."),
     # model
     FieldDescription(
-        "model", "Model", "The network to train.",
-        choices={"resnet18": "ResNet-18 (colour photos)",
-                 "small_cnn": "Small CNN (greyscale, digit-sized images)"}),
+        "model", "Model",
+        "The network to train. Choosing one sets its own defaults (starting weights, resize, "
+        "crop and fine-tuning recipe) in the fields not edited; 'workbench models' lists "
+        "them with each model's ImageNet accuracy, size and cost.",
+        choices=MODEL_LABELS),
     FieldDescription(
         "weights", "Starting weights", "What the network's weights are before training starts.",
         choices={"imagenet": "ImageNet (pretrained, downloaded once)",

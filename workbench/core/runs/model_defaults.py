@@ -8,13 +8,18 @@ to 0.24-0.53 on small real sets), a warm-up then cosine over 6 epochs, batch 64,
 crop or label smoothing (both cost accuracy there). resnet18 follows PyTorch's
 transfer-learning tutorial: ImageNet weights, RandomResizedCrop(224) and a flip for training,
 Resize(256) + CenterCrop(224) for validation, SGD lr 0.001 with momentum 0.9, the lr divided by
-ten every 7 epochs.
+ten every 7 epochs. resnet18's values are written out here because a new config starts with
+them (``config.py`` reads them when it is imported, before torchvision is); they are what
+``model_catalog.catalogue_defaults("resnet18")`` derives from its weights and family recipe. The
+other torchvision models' defaults come from there (``defaults_for``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any, Protocol, TypeVar
+
+from workbench.core.runs.model_catalog import TORCHVISION_MODELS, catalogue_defaults, model_facts
 
 # The model a new config starts with. TrainConfig's field defaults are this model's defaults
 # (config.py reads them from here), so the form, the command line and --help agree with a run.
@@ -42,10 +47,20 @@ RANDOM_FROZEN_BACKBONE = (
     "network, which learns next to nothing")
 
 
+def defaults_for(model: str) -> dict[str, Any]:
+    """The settings choosing ``model`` sets: its own written-out ones (``MODEL_DEFAULTS``), or
+    those its weights and family give (``model_catalog``); empty for an unknown name."""
+    if model in MODEL_DEFAULTS:
+        return MODEL_DEFAULTS[model]
+    if model in TORCHVISION_MODELS:
+        return catalogue_defaults(model)
+    return {}
+
+
 def native_crop_size(model: str) -> int | None:
-    """The crop a model is made for (small_cnn's 28 px digits, resnet18's 224 px ImageNet
-    crops), None for a model without defaults. Advice to crop smaller stops there."""
-    size = MODEL_DEFAULTS.get(model, {}).get("crop_size")
+    """The crop a model is made for (small_cnn's 28 px digits, the ImageNet models' crop of
+    their weights), None for an unknown model. Advice to crop smaller stops there."""
+    size = defaults_for(model).get("crop_size")
     return int(size) if size is not None else None
 
 
@@ -65,7 +80,7 @@ Config = TypeVar("Config", bound=_Config)
 
 def apply_model_defaults(config: Config, explicit: Collection[str] = ()) -> Config:
     """``config`` with its model's defaults in every field not named in ``explicit``."""
-    defaults = MODEL_DEFAULTS.get(config.model, {})
+    defaults = defaults_for(config.model)
     return config.replace(**{name: value for name, value in defaults.items()
                              if name not in explicit})
 
@@ -91,3 +106,17 @@ def random_frozen_backbone_problem(config: _Config) -> str | None:
     if config.weights == "none" and config.finetune == "last_layer":
         return RANDOM_FROZEN_BACKBONE + "; choose finetune 'full' or other weights"
     return None
+
+
+def model_summary(model: str) -> str:
+    """One line about ``model`` for the picker: its ImageNet figures from torchvision, the
+    crop and the fine-tuning recipe choosing it sets. Imports torchvision (seconds, once)."""
+    defaults = defaults_for(model)
+    recipe = f"{defaults['optimizer']} lr {defaults['lr']:g}, {defaults['scheduler']}"
+    if model not in TORCHVISION_MODELS:
+        return (f"Trained from scratch (no ImageNet weights) on {defaults['crop_size']} px "
+                f"crops; {recipe}.")
+    facts = model_facts(model)
+    return (f"ImageNet acc@1 {facts.acc1:.1f}%, {facts.params / 1e6:.1f} M parameters, "
+            f"{facts.gflops:.2f} GFLOPS, {facts.file_mib:.0f} MiB download; crop "
+            f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); {recipe}.")

@@ -43,7 +43,7 @@ class RunSummary:
         run_dir: the folder.
         name: the folder's name.
         created: when the run started (ISO 8601, seconds), '' if unknown.
-        model: 'resnet18' or 'small_cnn'.
+        model: the model's name, e.g. 'resnet18' (model_catalog.MODEL_NAMES).
         dataset: the dataset folder's name.
         best_val_accuracy: 0..1, NaN before the first epoch.
         epochs_completed: epochs finished.

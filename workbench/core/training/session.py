@@ -29,7 +29,6 @@ from workbench.core.models.building import (
     apply_finetune_mode,
     build_model,
     set_train_mode,
-    split_backbone_head,
 )
 from workbench.core.models.checkpoint_format import (
     CheckpointError,
@@ -40,6 +39,7 @@ from workbench.core.models.checkpoint_format import (
     restore_training_state,
     write_workbench_file,
 )
+from workbench.core.models.heads import split_backbone_head
 from workbench.core.models.prediction_records import PredictionCollector, write_best_predictions
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl

@@ -37,6 +37,7 @@ from workbench.gui.widgets.form_fields import (
     TextBinding,
 )
 from workbench.gui.widgets.image_cache_status import ImageCacheStatus
+from workbench.gui.widgets.model_facts_label import ModelFactsLabel
 
 # (group title, fields); labels, tooltips and choices come from config_fields.
 _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -136,6 +137,8 @@ class ConfigForm(QWidget):
         self._defaults_note.setWordWrap(True)
         self._defaults_note.setVisible(False)
         self.cache_status = ImageCacheStatus(self)
+        # Under the model choice: the chosen model's ImageNet figures, crop and recipe.
+        self.model_facts = ModelFactsLabel(self)
         # The window connects it to the learning-rate finder; it sits under the lr field.
         self.find_lr_button = QPushButton("Find learning rate\u2026", self)
         self.find_lr_button.setObjectName("findLrButton")
@@ -261,6 +264,7 @@ class ConfigForm(QWidget):
         self._update_problems()
         self._update_enabled_fields()
         self.cache_status.set_folder(self._config.cache_dir)
+        self.model_facts.show_model(self._config.model)
         self.config_changed.emit(self._config)
 
     def _update_problems(self) -> None:
@@ -310,6 +314,8 @@ class ConfigForm(QWidget):
                     form.addRow(label, row)
                 if field == "cache_dir":
                     form.addRow("", self.cache_status)
+                if field == "model":
+                    form.addRow("", self.model_facts)
                 if field == "lr":
                     form.addRow("", self.find_lr_button)
             layout.addWidget(group)

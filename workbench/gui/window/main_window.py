@@ -170,6 +170,7 @@ class MainWindow(QMainWindow):
         and rescanning the last folder."""
         self.device_panel.start_detection()
         self.preflight.start()
+        self.config_form.model_facts.load_in_background()
         dataset = self._dataset()
         root = self.config_form.config().data_root
         if root and not dataset.folder() and Path(root).is_dir():

@@ -197,7 +197,7 @@ class PreflightController(QObject):
         """Download the ImageNet weights now, in the pool; Start waits for it."""
         if self._download is not None:
             return
-        self._download = job = WeightsDownloadJob()
+        self._download = job = WeightsDownloadJob(self._window.config_form.config().model)
         self._download_failure = self._download_reason = ""
         self._window.first_run_panel.set_weights_download("", downloading=True)
         self._download_progress = DOWNLOADING

@@ -35,8 +35,10 @@ class WeightsDownloadJob(QRunnable):
     """One download; connect to ``job.signals`` before handing the job to a pool, and keep a
     reference to them until ``finished``."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str) -> None:
+        """``model``: whose ImageNet weights to download, e.g. 'convnext_tiny'."""
         super().__init__()
+        self._model = model
         self.control = RunControl()
         self.signals = WeightsDownloadSignals()
         self._shown_percent: int | None = None
@@ -52,7 +54,8 @@ class WeightsDownloadJob(QRunnable):
             from workbench.core.models.weights_download import DownloadCancelled
 
             path = download_imagenet_weights(self._on_progress,
-                                             lambda: self.control.cancel_requested)
+                                             lambda: self.control.cancel_requested,
+                                             self._model)
             self.signals.succeeded.emit(str(path))
         except DownloadCancelled:
             self.signals.cancelled.emit()

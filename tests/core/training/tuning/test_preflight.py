@@ -237,6 +237,21 @@ def test_imagenet_weights_not_here_are_a_note_with_their_size(good_folder, tmp_p
     assert result.notes == () and result.weights_download_bytes == 0
 
 
+def test_each_models_own_imagenet_file_is_the_one_looked_for(good_folder, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    hub = tmp_path / "torch" / "hub" / "checkpoints"
+    hub.mkdir(parents=True)
+    (hub / "resnet18-f37072fd.pth").write_bytes(b"present")  # another model's file
+    config = small_config(good_folder, tmp_path, model="convnext_tiny", weights="imagenet",
+                          finetune="last_layer", resize_size=40, crop_size=32)
+    result = preflight(config)
+    assert texts(result.notes) == [
+        "Starting weights (weights): ImageNet weights for convnext_tiny (114.4 MB) "
+        f"will be downloaded at Start into '{hub}'"]
+    assert abs(result.weights_download_bytes - 114_419_565) < 1024  # torchvision's 109.119 MiB
+
+
 def test_imagenet_weights_that_cannot_be_downloaded_here_block_start(good_folder, tmp_path,
                                                                      monkeypatch):
     (tmp_path / "a_file").write_text("")

@@ -24,6 +24,7 @@ from workbench.core.models.checkpoint_format import CheckpointError, load_checkp
 from workbench.core.runs.atomic_io import describe_os_error
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import problem_text
+from workbench.core.runs.model_catalog import TORCHVISION_MODELS
 from workbench.core.runs.training_set_size import effective_batch_size
 from workbench.core.training.session_setup import scan_for_training
 
@@ -76,8 +77,8 @@ def preflight(config: TrainConfig) -> PreflightResult:
     if config.resume and "resume" not in broken:
         problems.extend(_resume_problems(config, scan))
     download_bytes = 0
-    if config.model == "resnet18" and config.weights == "imagenet":
-        download_bytes, weights_finding, blocking = _imagenet_weights_finding()
+    if config.model in TORCHVISION_MODELS and config.weights == "imagenet":
+        download_bytes, weights_finding, blocking = _imagenet_weights_finding(config.model)
         if weights_finding is not None:
             (problems if blocking else notes).append(weights_finding)
     return PreflightResult(config, tuple(problems), tuple(notes), download_bytes)
@@ -183,13 +184,13 @@ def _checkpoint_classes(path: str, _size: int, _mtime_ns: int) -> tuple[str, ...
     return tuple(load_checkpoint(path)["class_names"])
 
 
-def _imagenet_weights_finding() -> tuple[int, Finding | None, bool]:
+def _imagenet_weights_finding(model: str) -> tuple[int, Finding | None, bool]:
     """(bytes to download, the note or problem, whether it blocks Start)."""
-    path = imagenet_weights_path()
+    path = imagenet_weights_path(model)
     if path.is_file():
         return 0, None, False
-    size = imagenet_weights_size()
-    what = f"ImageNet weights for resnet18 ({megabytes(size)})"
+    size = imagenet_weights_size(model)
+    what = f"ImageNet weights for {model} ({megabytes(size)})"
     reason = folder_write_problem(path.parent)
     if reason is not None:
         return 0, Finding("weights", problem_text(

@@ -44,6 +44,7 @@ from workbench.core.data.health.model_features import (
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.checkpoint_format import load_model_file
+from workbench.core.models.heads import classifier_head
 from workbench.core.models.prediction import image_crops
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
@@ -113,7 +114,7 @@ def validation_features(model_file: Path, paths: list[str]) -> np.ndarray:
     """The penultimate features of ``paths`` through the model's own evaluation crops."""
     model, _, config = load_model_file(model_file)
     kept: list[torch.Tensor] = []
-    handle = model.fc.register_forward_pre_hook(
+    handle = classifier_head(model).register_forward_pre_hook(
         lambda _m, args: kept.append(args[0].detach().flatten(1)))
     preprocessing = {"model": config.model, "crop_mode": config.crop_mode,
                      "resize_size": config.resize_size, "crop_size": config.crop_size,

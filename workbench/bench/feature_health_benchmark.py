@@ -42,10 +42,8 @@ from workbench.core.data.health.model_features import (
     feature_findings,
 )
 from workbench.core.data.synthetic_images import write_shape_dataset
-from workbench.core.data.transforms import normalization_for
-from workbench.core.models.checkpoint_format import load_model_file
 from workbench.core.models.heads import classifier_head
-from workbench.core.models.prediction import image_crops
+from workbench.core.models.prediction import image_crops, load_classifier
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.runs.model_defaults import apply_model_defaults
@@ -111,20 +109,15 @@ def _changed(image: Image.Image, kind: str) -> Image.Image:
 
 
 def validation_features(model_file: Path, paths: list[str]) -> np.ndarray:
-    """The penultimate features of ``paths`` through the model's own evaluation crops."""
-    model, _, config = load_model_file(model_file)
+    """The penultimate features of ``paths`` through the model's own evaluation crops and
+    normalisation (the classifier ``workbench predict`` uses)."""
+    classifier = load_classifier(model_file)
     kept: list[torch.Tensor] = []
-    handle = classifier_head(model).register_forward_pre_hook(
-        lambda _m, args: kept.append(args[0].detach().flatten(1)))
-    preprocessing = {"model": config.model, "crop_mode": config.crop_mode,
-                     "resize_size": config.resize_size, "crop_size": config.crop_size,
-                     "in_channels": config.in_channels}
-    mean, std = (torch.tensor(v).view(1, -1, 1, 1) for v in normalization_for(config))
+    handle = classifier_head(classifier.module.model).register_forward_pre_hook(
+        lambda _m, args: kept.append(args[0].detach().flatten(1).mean(dim=0, keepdim=True)))
     with torch.no_grad():
         for path in paths:
-            crops = image_crops(path, preprocessing).float() / 255.0
-            model((crops - mean) / std)
-            kept[-1] = kept[-1].mean(dim=0, keepdim=True)
+            classifier.module(image_crops(path, classifier.preprocessing))
     handle.remove()
     return torch.cat(kept).numpy()
 

@@ -41,8 +41,10 @@ from workbench.gui.widgets.model_facts_label import ModelFactsLabel
 
 # (group title, fields); labels, tooltips and choices come from config_fields.
 _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Model", ("model", "weights", "weights_file", "finetune")),
-    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "crop_size", "crop_scale_min",
+    ("Model", ("model", "weights", "weights_file", "finetune", "head_epochs",
+               "backbone_lr_factor")),
+    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "interpolation", "crop_size",
+               "crop_scale_min",
                "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip")),
     ("Augmentation (training only)", (
         "color_jitter_brightness", "color_jitter_contrast", "color_jitter_saturation",
@@ -57,6 +59,9 @@ _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Faults", ("max_failed_images", "loader_timeout", "oom_retry_smaller_batch")),
     ("Reproducibility and output", ("seed", "deterministic", "output_dir", "run_name")),
 )
+# Rows shown only while the settings use them (the other fields grey out instead): the
+# stages of head-first fine-tuning mean nothing to the other modes.
+_HIDDEN_UNLESS_USED = frozenset({"head_epochs", "backbone_lr_factor"})
 
 # How each field is edited; booleans get a check box and choice fields a combo box by type.
 _NUMBER_EDITORS: dict[str, dict[str, object]] = {
@@ -78,6 +83,7 @@ _NUMBER_EDITORS: dict[str, dict[str, object]] = {
     "mixup_alpha": {"decimals": 3, "step": 0.1},
     "cutmix_alpha": {"decimals": 3, "step": 0.1},
     "label_smoothing": {"decimals": 3, "step": 0.05},
+    "backbone_lr_factor": {"decimals": 4, "step": 0.05},
 }
 _TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
     "weights_file": ("a state_dict .pt file", True),
@@ -125,6 +131,7 @@ class ConfigForm(QWidget):
         self._bindings = _make_bindings()
         self._rows: dict[str, FieldRow] = {}
         self._labels: dict[str, QLabel] = {}
+        self._forms: dict[str, QFormLayout] = {}  # field -> the group's form holding its row
         self._other_problems = QLabel(self)
         self._other_problems.setObjectName("formProblems")
         self._other_problems.setProperty("role", "error")
@@ -195,6 +202,10 @@ class ConfigForm(QWidget):
     def field_applies(self, field: str) -> bool:
         """Whether the current settings, device and dataset use ``field``."""
         return applies(field, self._config, self._context)
+
+    def field_shown(self, field: str) -> bool:
+        """Whether ``field``'s row is on the form (head-first fields only in that mode)."""
+        return self._forms[field].isRowVisible(self._rows[field])
 
     def problems(self) -> list[str]:
         """Every problem ``TrainConfig.validate()`` reports for the current config."""
@@ -287,6 +298,8 @@ class ConfigForm(QWidget):
             row.setEnabled(enabled)
             if field in self._labels:
                 self._labels[field].setEnabled(enabled)
+            if field in _HIDDEN_UNLESS_USED:
+                self._forms[field].setRowVisible(row, enabled)
 
     # ------------------------------------------------------------------ helpers
     def _build_layout(self) -> None:
@@ -304,6 +317,7 @@ class ConfigForm(QWidget):
                 row.set_help(help_text(field, getattr(defaults, field), list_values=False,
                                        per_model=defaults_by_model(field)))
                 self._rows[field] = row
+                self._forms[field] = form
                 if isinstance(self._bindings[field], CheckBinding):
                     form.addRow("", row)  # the check box carries the label
                 else:

@@ -28,14 +28,16 @@ DEFAULT_MODEL = "resnet18"
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "small_cnn": {
         "weights": "none", "finetune": "full", "crop_mode": "standard", "resize_size": 28,
-        "crop_size": 28, "interpolation": "bilinear", "train_hflip": False, "crop_scale_min": 1.0, "crop_scale_max": 1.0,
+        "crop_size": 28, "interpolation": "bilinear", "train_hflip": False,
+        "crop_scale_min": 1.0, "crop_scale_max": 1.0,
         "crop_ratio_min": 1.0, "crop_ratio_max": 1.0, "batch_size": 64, "epochs": 6,
         "optimizer": "adamw", "lr": 0.002, "weight_decay": 1e-4, "label_smoothing": 0.0,
         "scheduler": "warmup_cosine",
     },
     "resnet18": {
         "weights": "imagenet", "finetune": "last_layer", "crop_mode": "standard",
-        "resize_size": 256, "crop_size": 224, "interpolation": "bilinear", "train_hflip": True, "crop_scale_min": 0.08,
+        "resize_size": 256, "crop_size": 224, "interpolation": "bilinear", "train_hflip": True,
+        "crop_scale_min": 0.08,
         "crop_scale_max": 1.0, "crop_ratio_min": 0.75, "crop_ratio_max": 1.333333,
         "batch_size": 32, "optimizer": "sgd", "lr": 0.001, "momentum": 0.9,
         "weight_decay": 1e-4, "scheduler": "step", "lr_step_size": 7, "lr_gamma": 0.1,

@@ -142,3 +142,31 @@ def test_stage_settings_are_ignored_by_the_other_modes(setup, tmp_path):
     config = _config(data, weights, tmp_path, finetune="full", head_epochs=5, epochs=2,
                      backbone_lr_factor=3.0)
     assert config.validate() == []
+
+
+def test_the_lr_finder_sweeps_the_second_stage_with_the_backbone_at_its_factor(setup):
+    """Every step of the sweep trains every layer; the backbone's lr is the swept lr times the
+    factor, the head's the swept lr itself."""
+    from workbench.core.training.tuning.lr_finder import lr_range_test
+
+    data, weights = setup
+    config = _config(data, weights, Path("unused"), backbone_lr_factor=0.2)
+    model = torchvision.models.resnet18(weights=None, num_classes=3)
+    optimizer = build_optimizer(config, optimiser_params(model, config))
+    seen: list[tuple[float, float, float]] = []
+
+    def on_step(_step: int, lr: float, _loss: float) -> None:
+        head, backbone = optimizer.param_groups
+        seen.append((lr, head["lr"], backbone["lr"]))
+
+    batch = (torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 0]))
+    result = lr_range_test(model, optimizer, [batch], torch.nn.functional.cross_entropy,
+                           start_lr=1e-4, end_lr=1e-2, steps=3, on_step=on_step,
+                           finetune=config.finetune)
+    assert [lr for lr, _, _ in seen] == pytest.approx([1e-4, 1e-3, 1e-2])
+    for lr, head_lr, backbone_lr in seen:
+        assert head_lr == pytest.approx(lr) and backbone_lr == pytest.approx(0.2 * lr)
+    assert result.lrs == pytest.approx([1e-4, 1e-3, 1e-2])
+    assert all(param.requires_grad for param in model.parameters())
+    # Put back afterwards, the groups' own rates included.
+    assert [g["lr"] for g in optimizer.param_groups] == [0.05, pytest.approx(0.01)]

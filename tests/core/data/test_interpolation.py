@@ -125,3 +125,17 @@ def test_the_loaders_and_prediction_use_the_interpolation(tmp_path):
     # An export made before the field existed was trained on bilinear pixels.
     del preprocessing["interpolation"]
     assert not torch.equal(image_crops(first, preprocessing)[0], expected)
+
+
+def test_the_preview_shows_the_pixels_of_the_interpolation(blocky_png):
+    from workbench.core.data.five_crop_preview import five_crop_preview
+
+    shown = {}
+    for interpolation, mode in MODES.items():
+        config = TrainConfig(model="resnet18", weights="none", crop_mode="five_crop",
+                             resize_size=80, crop_size=64, interpolation=interpolation)
+        preview = five_crop_preview(str(blocky_png), config)
+        expected = v2.Resize(80, interpolation=mode)(_tensor_of(blocky_png))
+        assert np.array_equal(preview.val.resized, expected.permute(1, 2, 0).numpy())
+        shown[interpolation] = preview.val.resized
+    assert not np.array_equal(shown["bilinear"], shown["bicubic"])

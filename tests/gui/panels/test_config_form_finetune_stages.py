@@ -57,3 +57,23 @@ def test_choosing_a_model_shows_its_own_interpolation(qtbot, form, model, interp
     combo = form.field_widget("interpolation")
     assert combo.currentData() == interpolation and form.config().interpolation == interpolation
     assert combo.currentText() == interpolation.capitalize()
+
+
+def test_the_lr_finder_says_it_sweeps_the_whole_network_of_the_second_stage(qtbot, tmp_path):
+    from workbench.gui.panels.lr_finder_dialog import LrFinderDialog
+
+    dialog = LrFinderDialog()
+    qtbot.addWidget(dialog)
+    config = TrainConfig(data_root=str(tmp_path / "missing"), finetune="head_then_full",
+                         backbone_lr_factor=0.25, weights="none", device="cpu")
+    with qtbot.waitSignal(dialog.running_changed, check_params_cb=lambda running: not running,
+                          timeout=30000):
+        dialog.start(config, steps=10)  # the missing folder ends the test at once
+    text = dialog.settings_label.text()
+    assert "sweeps the whole network as it trains after the head-only epochs" in text
+    assert "the backbone at 0.25 times the lr shown" in text
+
+    with qtbot.waitSignal(dialog.running_changed, check_params_cb=lambda running: not running,
+                          timeout=30000):
+        dialog.start(config.replace(finetune="full"), steps=10)
+    assert "head-only" not in dialog.settings_label.text()

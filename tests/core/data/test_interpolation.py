@@ -139,3 +139,25 @@ def test_the_preview_shows_the_pixels_of_the_interpolation(blocky_png):
         assert np.array_equal(preview.val.resized, expected.permute(1, 2, 0).numpy())
         shown[interpolation] = preview.val.resized
     assert not np.array_equal(shown["bilinear"], shown["bicubic"])
+
+
+def test_an_export_and_a_model_file_carry_the_interpolation_to_prediction(blocky_png,
+                                                                          tmp_path):
+    from workbench.core.models.building import build_model
+    from workbench.core.models.checkpoint_format import model_file_data, write_workbench_file
+    from workbench.core.models.export import export_torchscript, load_exported
+    from workbench.core.models.prediction import load_classifier
+
+    config = TrainConfig(model="small_cnn", weights="none", resize_size=40, crop_size=28,
+                         interpolation="bicubic")
+    model = build_model(config, 2).eval()
+    model_file = tmp_path / "best_model.pt"
+    write_workbench_file(model_file_data(model, ["a", "b"], config, 1, 0.5), model_file)
+    export_torchscript(model, ["a", "b"], config, tmp_path / "model.pt")
+    grey = torch.from_numpy(np.asarray(Image.open(blocky_png).convert("L")).copy())[None]
+    resized = v2.Resize(40, interpolation=v2.InterpolationMode.BICUBIC)(grey)
+    expected = v2.functional.center_crop(resized, [28, 28])
+    for preprocessing in (load_exported(tmp_path / "model.pt").preprocessing,
+                          load_classifier(model_file).preprocessing):
+        assert preprocessing["interpolation"] == "bicubic"
+        assert torch.equal(image_crops(blocky_png, preprocessing)[0], expected)

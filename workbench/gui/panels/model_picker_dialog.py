@@ -37,6 +37,7 @@ from workbench.gui.workers.model_measurement_worker import (
 )
 
 CLOSE_TIMEOUT_S = 30.0
+PREFERRED_SIZE = (1280, 640)
 OWN = "each model's own"
 
 
@@ -55,7 +56,7 @@ class ModelPickerDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Compare models")
         self.setObjectName("modelPicker")
-        self.resize(1100, 560)
+        self._fit_to_screen()
         self.device = "cpu"
         self.cache_path = ""  # the default measurements file when empty
         self.timed_steps: int | None = None  # tests measure with fewer steps
@@ -296,6 +297,15 @@ class ModelPickerDialog(QDialog):
         if caught:
             self.status_label.setText(str(caught[0].message))
         return found
+
+    def _fit_to_screen(self) -> None:
+        """Wide enough for every column where the screen allows; never larger than it."""
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        width, height = PREFERRED_SIZE
+        if screen is not None:
+            width = min(width, screen.width() - 40)
+            height = min(height, screen.height() - 60)
+        self.resize(width, height)
 
     def _build_layout(self) -> None:
         settings = QHBoxLayout()

@@ -132,12 +132,12 @@ class ModelTable(QTableWidget):
                 text, value = values.get(name, (NOT_MEASURED, None))
                 self.setItem(row, COLUMN_NAMES.index(name), self._item(text, value, name))
             self.item(row, 0).setToolTip(MODEL_LABELS[model])
+        self.setWordWrap(False)  # a recipe cut in two lines and elided read worse than one
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.horizontalHeader().setSectionResizeMode(COLUMN_NAMES.index("recipe"),
-                                                     QHeaderView.ResizeMode.Interactive)
         self.horizontalHeader().setStretchLastSection(True)
-        self.setSortingEnabled(True)
+        # Catalogue order until a heading is clicked: enabling sorting sorts by the indicator.
         self.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.setSortingEnabled(True)
 
     # ------------------------------------------------------------------ reading
     def models(self) -> list[str]:

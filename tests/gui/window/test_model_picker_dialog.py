@@ -11,6 +11,12 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QLabel
 
 from workbench.core.runs.config import MODELS, TrainConfig
+from workbench.core.training.tuning.measurement_cache import MeasurementCache
+from workbench.core.training.tuning.model_measurement import (
+    ModelMeasurement,
+    machine_identity,
+    measurement_settings,
+)
 from workbench.gui.widgets.model_table import COLUMN_NAMES
 
 TIMEOUT_MS = 120_000
@@ -108,20 +114,34 @@ def test_the_picker_sorts_filters_measures_and_sets_the_forms_model(qtbot, windo
     assert "ImageNet acc@1 79.8%" in form.findChild(QLabel, "modelFacts").text()
 
 
+def remember(model: str, latency_ms: float) -> None:
+    """A measurement of ``model`` in the measurements file, at the picker's settings."""
+    settings = measurement_settings(model, batch_size=2, crop_size=32, amp=False, device="cpu")
+    MeasurementCache().put(ModelMeasurement(
+        settings=settings, precision="float32", train_images_per_second=10.0,
+        peak_memory_bytes=None, latency_ms=latency_ms, fits=None, largest_batch=None,
+        timed_steps=1, measured_at="2026-12-05T00:00:00Z", **machine_identity("cpu")))
+
+
 def test_cancel_stops_the_measurement_and_no_row_arrives_after_it(qtbot, picker):
+    remember("resnet50", 12.5)
+    picker.crop_spin.setValue(31)
+    picker.crop_spin.setValue(32)  # these settings again: the remembered row is read
+    assert picker.table.cell_text("resnet50", "latency") == "12.5"
     picker.timed_steps = 500  # minutes if it were not stopped
     measured: list[object] = []
     picker.controller.model_measured.connect(measured.append)
     with qtbot.waitSignal(picker.controller.model_started, timeout=TIMEOUT_MS):
         picker.measure(["resnet50", "convnext_tiny"])
     assert picker.table.cell_text("resnet50", "train_speed") == "measuring\u2026"
+    assert picker.table.cell_text("resnet50", "latency") == "\u2014"  # no older figure left
 
     with qtbot.waitSignal(picker.controller.finished, timeout=30_000):
         qtbot.mouseClick(picker.cancel_button, Qt.MouseButton.LeftButton)
 
     assert measured == []
     assert not picker.controller.is_running()
-    assert picker.table.cell_text("resnet50", "train_speed") == "\u2014"
+    assert picker.table.cell_text("resnet50", "train_speed") == "10.0"  # remembered again
     assert picker.table.cell_text("convnext_tiny", "train_speed") == "\u2014"
     assert picker.status_label.text().startswith("Measurement stopped; 0 model(s)")
     assert picker.measure_button.isEnabled() and not picker.cancel_button.isVisible()

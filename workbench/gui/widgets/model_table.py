@@ -173,17 +173,16 @@ class ModelTable(QTableWidget):
         self._fill(measurement.settings.model, measured_values(measurement))
 
     def set_measuring(self, model: str) -> None:
-        """Mark the row being measured."""
-        self._fill(model, {"train_speed": ("measuring\u2026", None)})
+        """Mark the row being measured (its older figures cleared)."""
+        self._fill(model, {**_unmeasured(), "train_speed": ("measuring\u2026", None)})
 
     def set_failed(self, model: str, reason: str) -> None:
-        self._fill(model, {"train_speed": ("not measured", None)})
+        self._fill(model, {**_unmeasured(), "train_speed": ("not measured", None)})
         self.item(self._row_of(model), COLUMN_NAMES.index("train_speed")).setToolTip(reason)
 
     def clear_measurements(self) -> None:
         for model in MODEL_NAMES:
-            self._fill(model, {name: (NOT_MEASURED, None) for name, column in COLUMNS.items()
-                               if column.measured})
+            self._fill(model, _unmeasured())
 
     def set_filter(self, text: str) -> None:
         """Show only the rows with a cell containing ``text`` (any case); all when empty."""
@@ -218,3 +217,7 @@ class ModelTable(QTableWidget):
         if column not in ("model", "recipe"):
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return item
+
+
+def _unmeasured() -> dict[str, tuple[str, Any]]:
+    return {name: (NOT_MEASURED, None) for name, column in COLUMNS.items() if column.measured}

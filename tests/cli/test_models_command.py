@@ -109,3 +109,33 @@ def test_measure_refuses_bad_input_with_the_option_named(tmp_path: Path):
     batch = run_cli("models", "--measure", "--models", "small_cnn", "--batch-size", "-3",
                     "--device", "cpu", cwd=tmp_path)
     assert batch.returncode == 2 and "batch_size: must be at least 1" in batch.stderr
+
+
+def gpu_measurement(**changes):
+    """A measurement as a GPU gives one: every figure a different value."""
+    from workbench.core.training.tuning.model_measurement import (
+        MeasurementSettings,
+        ModelMeasurement,
+    )
+
+    values = dict(
+        settings=MeasurementSettings("resnet18", 64, 224, True, "full", "cuda:0"),
+        device_name="NVIDIA GeForce GTX 1650", precision="float16 (mixed)",
+        train_images_per_second=1234.5, peak_memory_bytes=1536 * 2**20, latency_ms=3.25,
+        fits=True, largest_batch=96, timed_steps=10, host="laptop", torch_version="2.6.0",
+        torchvision_version="0.21.0", measured_at="2026-12-05T00:00:00Z")
+    return ModelMeasurement(**{**values, **changes})
+
+
+def test_gpu_rows_show_memory_fit_and_the_largest_batch():
+    from workbench.cli.catalogue_commands import measured_cells, measured_value
+
+    assert measured_cells(gpu_measurement()) == ["1,234.5", "1,536", "3.2", "yes (96)"]
+    assert measured_cells(gpu_measurement(largest_batch=1024, largest_is_cap=True))[3] == \
+        "yes (>=1024)"
+    assert measured_cells(gpu_measurement(train_images_per_second=None, fits=False,
+                                          peak_memory_bytes=None, largest_batch=40,
+                                          error="out of memory at batch 64")) == \
+        ["out of memory", "-", "3.2", "no (40)"]
+    assert measured_value(gpu_measurement(), "peak_memory") == 1536 * 2**20
+    assert measured_value(gpu_measurement(), "largest_batch") == 96

@@ -145,7 +145,8 @@ def measured_cells(measurement: ModelMeasurement | None) -> list[str]:
     peak = measurement.peak_memory_bytes
     peak_text = f"{peak / 2**20:,.0f}" if peak is not None else "-"
     fits = "yes" if measurement.fits else "no"
-    largest = f" ({measurement.largest_batch})" if measurement.largest_batch is not None else ""
+    largest = "" if measurement.largest_batch is None else \
+        f" ({'>=' if measurement.largest_is_cap else ''}{measurement.largest_batch})"
     return [speed_text, peak_text, latency, fits + largest]
 
 

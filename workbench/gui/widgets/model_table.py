@@ -105,8 +105,9 @@ def measured_values(measurement: Any) -> dict[str, tuple[str, Any]]:
     largest = measurement.largest_batch
     values["peak_memory"] = (f"{peak / 2**20:,.0f}" if peak is not None else NOT_MEASURED,
                              peak / 2**20 if peak is not None else None)
+    at_least = "\u2265" if measurement.largest_is_cap else ""
     values["fits"] = (("yes" if measurement.fits else "no")
-                      + (f" ({largest})" if largest is not None else ""), largest)
+                      + (f" ({at_least}{largest})" if largest is not None else ""), largest)
     return values
 
 

@@ -107,6 +107,8 @@ class ModelMeasurement:
         latency_ms: the median time of batch-1 inference, in milliseconds.
         fits: whether the chosen batch trained without running out of memory (CUDA only).
         largest_batch: the largest batch that trains (CUDA only; None when not searched).
+        largest_is_cap: the search stopped at its cap (1024) with that batch still fitting:
+            the largest batch is at least that.
         timed_steps: how many steps were timed.
         host, torch_version, torchvision_version: the machine and the software measured on.
         measured_at: when, ISO 8601 in UTC.
@@ -127,6 +129,7 @@ class ModelMeasurement:
     torchvision_version: str
     measured_at: str
     error: str = ""
+    largest_is_cap: bool = False
 
     @property
     def on_gpu(self) -> bool:
@@ -218,18 +221,19 @@ def measure_model(
         precision = probe.precision.label if probe is not None else ""
     probe = None  # the model, gradients and optimiser state go before memory is given back
     free_device_memory(device)
-    largest = None
+    largest, capped = None, False
     if kind == "cuda" and find_largest:
         found = find_batch_size(config, NUM_CLASSES, should_stop=stop)
         if found.cancelled:
             return None
         largest = found.largest_fitting
+        capped = largest > 0 and found.first_failing is None
     return ModelMeasurement(
         settings=settings, precision=precision, train_images_per_second=speed,
         peak_memory_bytes=peak, latency_ms=latency,
         fits=(not error) if kind == "cuda" else None, largest_batch=largest,
         timed_steps=timed, measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        error=error, **machine_identity(device))
+        error=error, largest_is_cap=capped, **machine_identity(device))
 
 
 def _time_training(probe: TrainingStepProbe, batch: int, warmup: int, timed: int,

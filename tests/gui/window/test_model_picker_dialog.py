@@ -79,6 +79,7 @@ def test_the_picker_sorts_filters_measures_and_sets_the_forms_model(qtbot, windo
     assert table.visible_models() == ["small_cnn"]
 
     select_row(qtbot, table, "small_cnn")
+    assert picker.measure_button.text() == "Measure small_cnn on this machine"
     assert table.cell_text("small_cnn", "train_speed") == "\u2014"
     with qtbot.waitSignal(picker.controller.finished, timeout=TIMEOUT_MS):
         qtbot.mouseClick(picker.measure_button, Qt.MouseButton.LeftButton)
@@ -155,3 +156,22 @@ def test_closing_the_window_mid_measurement_stops_it(qtbot, window, picker):
     window.close()
 
     assert not picker.controller.is_running()  # waited for; the fixture checks the thread
+
+
+def test_a_damaged_measurements_file_is_said_and_the_picker_still_opens(qtbot, tmp_path,
+                                                                       monkeypatch):
+    from workbench.gui.panels.model_picker_dialog import ModelPickerDialog
+
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    path = MeasurementCache().path
+    path.parent.mkdir(parents=True)
+    path.write_text("{half a file", encoding="utf-8")
+    dialog = ModelPickerDialog()
+    qtbot.addWidget(dialog)
+
+    dialog.show_for(TrainConfig(device="cpu", batch_size=2, amp=False), "cpu")
+
+    assert "is not a measurements file" in dialog.status_label.text()
+    assert str(path) in dialog.status_label.text()
+    assert dialog.table.cell_text("resnet18", "train_speed") == "\u2014"
+    assert dialog.measure_button.text() == "Measure resnet18 on this machine"

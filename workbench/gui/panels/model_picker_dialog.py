@@ -126,8 +126,8 @@ class ModelPickerDialog(QDialog):
 
     # ------------------------------------------------------------------ public API
     def show_for(self, config: TrainConfig, device: str) -> None:
-        """Take the form's batch, amp, fine-tune mode and device (resolved); select its model;
-        show the measurements remembered for those settings."""
+        """Take the form's batch, amp and device (resolved; crop and fine-tune mode start as
+        each model's own); select its model; show the measurements remembered for those."""
         self.device = device
         for widget, value in ((self.batch_spin, config.batch_size), (self.crop_spin, 0),
                               (self.amp_check, config.amp)):
@@ -188,11 +188,13 @@ class ModelPickerDialog(QDialog):
     def _on_settings_changed(self, *_: object) -> None:
         """Other settings: the measured columns show what is remembered for these."""
         self.table.clear_measurements()
-        remembered = self._remembered()
+        remembered, problem = self._remembered()
         for measurement in remembered:
             self.table.set_measurement(measurement)
         self._update_device_label()
-        if remembered:
+        if problem:
+            self.status_label.setText(problem)
+        elif remembered:
             self.status_label.setText(f"{len(remembered)} model(s) measured before on this "
                                       "machine at these settings.")
         else:
@@ -228,7 +230,7 @@ class ModelPickerDialog(QDialog):
         if self._cancelling:
             text = f"Measurement stopped; {done} measured before."
             self.table.clear_measurements()  # the row being measured shows what is known
-            for measurement in self._remembered():
+            for measurement in self._remembered()[0]:
                 self.table.set_measurement(measurement)
         elif self._error:
             text = f"Measurement stopped: {self._error}"
@@ -257,8 +259,13 @@ class ModelPickerDialog(QDialog):
         running = self.controller.is_running()
         selected = self.table.selected_models()
         self.measure_button.setEnabled(not running and bool(self.table.visible_models()))
-        self.measure_button.setText(f"Measure {len(selected)} selected on this machine"
-                                    if len(selected) > 1 else "Measure on this machine")
+        if len(selected) == 1:
+            text = f"Measure {selected[0]} on this machine"
+        elif selected:
+            text = f"Measure {len(selected)} selected on this machine"
+        else:
+            text = "Measure all shown on this machine"
+        self.measure_button.setText(text)
         self.use_button.setEnabled(bool(self.table.current_model()))
 
     def _update_device_label(self) -> None:
@@ -271,8 +278,9 @@ class ModelPickerDialog(QDialog):
                 "These are CPU figures: training images/s and latency on this machine's CPU. "
                 "Peak memory and the largest batch are measured on a GPU only.")
 
-    def _remembered(self) -> list:
-        """The measurements file's entries for the settings shown, one a model at most."""
+    def _remembered(self) -> tuple[list, str]:
+        """The measurements file's entries for the settings shown (one a model at most), and
+        the file's problem ('' when it has none)."""
         from workbench.core.training.tuning.measurement_cache import (
             MeasurementCache,
             MeasurementCacheWarning,
@@ -294,9 +302,7 @@ class ModelPickerDialog(QDialog):
                 measurement = cache.get(settings)
                 if measurement is not None:
                     found.append(measurement)
-        if caught:
-            self.status_label.setText(str(caught[0].message))
-        return found
+        return found, str(caught[0].message) if caught else ""
 
     def _fit_to_screen(self) -> None:
         """Wide enough for every column where the screen allows; never larger than it."""

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
@@ -146,6 +147,12 @@ class ConfigForm(QWidget):
         self.cache_status = ImageCacheStatus(self)
         # Under the model choice: the chosen model's ImageNet figures, crop and recipe.
         self.model_facts = ModelFactsLabel(self)
+        # Beside the model choice; the window opens the model picker with it.
+        self.compare_models_button = QPushButton("Compare\u2026", self)
+        self.compare_models_button.setObjectName("compareModelsButton")
+        self.compare_models_button.setToolTip(
+            "Every model side by side: ImageNet accuracy, size and cost, and measured on this "
+            "machine, training images/s, latency and (on a GPU) memory and the largest batch.")
         # The window connects it to the learning-rate finder; it sits under the lr field.
         self.find_lr_button = QPushButton("Find learning rate\u2026", self)
         self.find_lr_button.setObjectName("findLrButton")
@@ -314,6 +321,8 @@ class ConfigForm(QWidget):
             for field in fields:
                 row = FieldRow(self._bindings[field], group)
                 row.setObjectName(f"field_{field}")
+                if field == "model":
+                    _put_beside_editor(row, self.compare_models_button)
                 row.set_help(help_text(field, getattr(defaults, field), list_values=False,
                                        per_model=defaults_by_model(field)))
                 self._rows[field] = row
@@ -340,3 +349,16 @@ class ConfigForm(QWidget):
         assert isinstance(binding, TextBinding) and binding.browse_button is not None
         return binding.browse_button
 
+
+
+def _put_beside_editor(row: FieldRow, button: QPushButton) -> None:
+    """``button`` on the line of ``row``'s editor, right of it; the problem text stays below."""
+    editor = row.binding.widget
+    layout = row.layout()
+    index = layout.indexOf(editor)
+    layout.removeWidget(editor)
+    line = QHBoxLayout()
+    line.setContentsMargins(0, 0, 0, 0)
+    line.addWidget(editor, 1)
+    line.addWidget(button)
+    layout.insertLayout(index, line)

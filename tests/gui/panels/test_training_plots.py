@@ -151,8 +151,8 @@ def y_range(plot) -> tuple[float, float]:
 
 def test_y_axes_hold_still_while_new_points_fit_and_always_show_every_point(plots, qtbot):
     """A run's loss falls and its accuracy rises on every refresh: the loss axis keeps one
-    round range while the points fit, accuracy keeps 0-100 % (relabelling an axis repaints the whole canvas), and every
-    point drawn so far stays inside it."""
+    round range while the points fit, accuracy keeps 0-100 % (relabelling an axis repaints
+    the whole canvas), and every point drawn so far stays inside it."""
     plots.set_run_start(run_start(None))
     loss_ranges, accuracy_ranges = set(), set()
     losses = []

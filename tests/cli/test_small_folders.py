@@ -14,7 +14,7 @@ from workbench.core.data.synthetic_images import SHAPES, write_shape_dataset
 # (classes, images a class) -> (training, validation images) of the automatic 20% split,
 # worked out by hand: round(8 * 0.2) = 2 and round(15 * 0.2) = 3 images a class validate.
 SPLITS = {(2, 8): (12, 4), (3, 15): (36, 9)}
-BATCH_DEFAULTS = {"small_cnn": 64, "resnet18": 32}  # MODEL_DEFAULTS' batch_size
+BATCH_DEFAULTS = {"small_cnn": 16, "resnet18": 32}  # MODEL_DEFAULTS' batch_size
 # resnet18 at its 224 px crops would cost seconds an epoch here; its other defaults stay.
 TINY_CROPS = {"small_cnn": [], "resnet18": ["--resize-size", "32", "--crop-size", "32"]}
 

@@ -64,7 +64,8 @@ STAGES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     ("epochs", ({"epochs": 6}, {"epochs": 4}, {"epochs": 8})),
     ("augmentation", ({"crop_scale_min": 0.7}, {"crop_scale_min": 1.0, "crop_ratio_min": 1.0,
                                                  "crop_ratio_max": 1.0})),
-    ("batch", ({"batch_size": 64}, {"batch_size": 128})),
+    ("batch", ({"batch_size": 64}, {"batch_size": 128}, {"batch_size": 32},
+               {"batch_size": 16})),
     ("label smoothing", ({"label_smoothing": 0.0}, {"label_smoothing": 0.1})),
     ("resolution", ({"resize_size": 28, "crop_size": 28}, {"resize_size": 20, "crop_size": 20})),
     # The LR finder's suggestion (from this many range-test steps) in place of the fixed lr.

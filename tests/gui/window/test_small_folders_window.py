@@ -33,7 +33,7 @@ def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Pat
     if model == "resnet18":  # 224 px crops would cost seconds an epoch on this CPU
         form.edit_field("resize_size", 32)
         form.edit_field("crop_size", 32)
-    batch = {"resnet18": 32, "small_cnn": 64}[model]  # each model's default batch_size
+    batch = {"resnet18": 32, "small_cnn": 16}[model]  # each model's default batch_size
     assert (form.config().batch_size, form.config().crop_mode) == (batch, "standard")
     qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)  # pre-flight
 

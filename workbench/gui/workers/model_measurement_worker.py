@@ -15,8 +15,9 @@ import traceback
 from dataclasses import dataclass
 
 import shiboken6
-from PySide6.QtCore import QEventLoop, QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from workbench.gui.workers.thread_wait import wait_until_finished
 from workbench.gui.workers.training_worker import yield_cpu_to_the_ui
 
 
@@ -163,19 +164,7 @@ class ModelMeasurementController(QObject):
 
     def wait_finished(self, timeout_s: float) -> bool:
         """Process events until the thread has finished or ``timeout_s`` passed."""
-        if not self.is_running():
-            return True
-        loop = QEventLoop()
-        self.finished.connect(loop.quit)
-        timer = QTimer()
-        timer.setSingleShot(True)
-        timer.timeout.connect(loop.quit)
-        timer.start(max(1, int(timeout_s * 1000)))
-        if self.is_running():
-            loop.exec()
-        timer.stop()
-        self.finished.disconnect(loop.quit)
-        return not self.is_running()
+        return wait_until_finished(self.is_running, self.finished, timeout_s)
 
     def _dropped(self) -> bool:
         """True once the measurement was cancelled: its late rows and errors are dropped."""

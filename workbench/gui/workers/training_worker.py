@@ -18,7 +18,7 @@ import threading
 import traceback
 
 import shiboken6
-from PySide6.QtCore import QEventLoop, QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
@@ -32,6 +32,7 @@ from workbench.core.runs.events import (
     StepStats,
 )
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
+from workbench.gui.workers.thread_wait import wait_until_finished
 
 
 class _SignalCallback(Callback):
@@ -257,19 +258,7 @@ class TrainingController(RunSignals):
 
     def wait_finished(self, timeout_s: float) -> bool:
         """Process events until the thread finished or ``timeout_s`` passed; True if finished."""
-        if not self.is_running():
-            return True
-        loop = QEventLoop()
-        self.finished.connect(loop.quit)
-        timer = QTimer()
-        timer.setSingleShot(True)
-        timer.timeout.connect(loop.quit)
-        timer.start(max(1, int(timeout_s * 1000)))
-        if self.is_running():
-            loop.exec()
-        timer.stop()
-        self.finished.disconnect(loop.quit)
-        return not self.is_running()
+        return wait_until_finished(self.is_running, self.finished, timeout_s)
 
     def _live_worker(self) -> TrainingWorker | None:
         worker = self._worker

@@ -3,19 +3,23 @@
 ``python -m workbench.bench.export_families [--models a,b] [--crop 224] [-o FILE.json]``
 
 Each model is built with random weights (nothing downloaded) and a 3-class head, its
-BatchNorm statistics set from random normalised images (so that eval mode is not the identity
-and the logits are not vanishingly small), and exported with its preprocessing at ``--crop`` px
-(small_cnn at its own 28 px, greyscale). Both files are checked against the eager model in one
-fresh Python process shared by all of them (``FreshProcessVerifier``). The table says how
-each TorchScript file was made (scripted, or traced and why), the largest logit difference
-each file showed in that process beside the largest logit the model gave (the scale the
-differences are read against), and the seconds both exports took. The files are written to a
-temporary folder and deleted.
+BatchNorm statistics set from the kind of images the exports are verified with (random
+pixels, normalised; so that eval mode is not the identity and the logits are not vanishingly
+small; a head torchvision starts at zero, as ViT's, gets random weights), and exported with
+its preprocessing at ``--crop`` px (small_cnn at its own 28 px, greyscale). Both files are
+checked against the eager model in one fresh Python process shared by all of them
+(``FreshProcessVerifier``). The table says how each TorchScript file was made (scripted, or
+traced and why), the largest logit difference each file showed in that process beside the
+largest logit the model gave and how far the eager model's own float32 logits are from its
+float64 ones (the scale the differences are read against: a random network can amplify
+rounding), and the seconds both exports took. The files are written to a temporary folder
+and deleted.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import tempfile
@@ -26,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from workbench.core.data.transforms import normalization_for
 from workbench.core.models.building import build_model
 from workbench.core.models.export import export_torchscript
 from workbench.core.models.export_files import ExportError, FreshProcessVerifier
@@ -46,6 +51,7 @@ class ExportedFamilyRow:
     crop: int
     how: str
     max_logit: float
+    float64_diff: float
     torchscript_max_diff: float | None
     onnx_max_diff: float | None
     torchscript_seconds: float
@@ -81,7 +87,7 @@ def _export_one(name: str, crop: int, folder: Path, verifier: FreshProcessVerifi
                          resize_size=crop + crop // 7, crop_size=crop)
     torch.manual_seed(0)
     model = build_model(config, len(CLASS_NAMES))
-    max_logit = _set_batchnorm_statistics(model, config)
+    max_logit, float64_diff = _set_batchnorm_statistics(model, config)
     seconds, diffs, how, errors = [0.0, 0.0], [None, None], "", []
     for index, (export, suffix) in enumerate(((export_torchscript, ".pt"),
                                               (export_onnx, ".onnx"))):
@@ -97,38 +103,60 @@ def _export_one(name: str, crop: int, folder: Path, verifier: FreshProcessVerifi
                 how = result.how.removeprefix("TorchScript, ")
         seconds[index] = time.perf_counter() - started
         path.unlink(missing_ok=True)
-    return ExportedFamilyRow(family, name, crop, how or "failed", max_logit, diffs[0],
+    return ExportedFamilyRow(family, name, crop, how or "failed", max_logit, float64_diff,
+                             diffs[0],
                              diffs[1], seconds[0], seconds[1], "; ".join(errors))
 
 
-def _set_batchnorm_statistics(model: torch.nn.Module, config: TrainConfig) -> float:
-    """Give every BatchNorm the mean and variance of two random batches (of images already
-    normalised), leave ``model`` in eval mode; the largest |logit| it then gives."""
+def _set_batchnorm_statistics(model: torch.nn.Module, config: TrainConfig
+                              ) -> tuple[float, float]:
+    """Give every BatchNorm the mean and variance of two batches of the images the exports
+    are verified with (random uint8 pixels, normalised) and a zero-initialised Linear layer
+    random weights; leave ``model`` in eval mode.
+
+    Returns the largest |logit| on such a batch, and the largest difference between those
+    logits and the same model's in float64: how far float32 rounding alone moves them, the
+    scale an export's difference is read against.
+    """
     norms = [module for module in model.modules()
              if isinstance(module, torch.nn.modules.batchnorm._BatchNorm)]
-    shape = (4, config.in_channels, config.crop_size, config.crop_size)
+    mean, std = normalization_for(config)
+    mean_t, std_t = torch.tensor(mean).view(1, -1, 1, 1), torch.tensor(std).view(1, -1, 1, 1)
     generator = torch.Generator().manual_seed(1)
+
+    def images() -> torch.Tensor:
+        shape = (4, config.in_channels, config.crop_size, config.crop_size)
+        pixels = torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8)
+        return (pixels / 255.0 - mean_t) / std_t
+
     with torch.no_grad():
+        for layer in model.modules():
+            if isinstance(layer, torch.nn.Linear) and not layer.weight.any():
+                torch.nn.init.normal_(layer.weight, std=layer.in_features ** -0.5)
         if norms:
             for norm in norms:
                 norm.reset_running_stats()
                 norm.momentum = None  # a cumulative average of the batches
             model.train()
             for _ in range(2):
-                model(torch.randn(shape, generator=generator))
+                model(images())
             for norm in norms:
                 norm.momentum = 0.1
         model.eval()
-        return float(model(torch.randn(shape, generator=generator)).abs().max())
+        batch = images()
+        logits = model(batch)
+        exact = copy.deepcopy(model).double()(batch.double())
+    return float(logits.abs().max()), float((logits.double() - exact).abs().max())
 
 
 def table(rows: Sequence[ExportedFamilyRow]) -> str:
     """The rows as a Markdown table."""
-    lines = ["| family | model | crop | TorchScript | max \\|logit\\| | TorchScript max diff | "
-             "ONNX max diff | seconds (both) |", "|" + " --- |" * 8]
+    lines = ["| family | model | crop | TorchScript | max \\|logit\\| | float32 vs float64 "
+             "eager | TorchScript max diff | ONNX max diff | seconds (both) |",
+             "|" + " --- |" * 9]
     for row in rows:
         lines.append(f"| {row.family} | {row.model} | {row.crop} | {row.how} | "
-                     f"{row.max_logit:.2g} | "
+                     f"{row.max_logit:.2g} | {row.float64_diff:.1e} | "
                      f"{_diff(row.torchscript_max_diff)} | {_diff(row.onnx_max_diff)} | "
                      f"{row.seconds:.1f} |")
     lines.extend(f"\n{row.model} failed: {row.error}" for row in rows if row.error)

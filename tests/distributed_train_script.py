@@ -31,6 +31,16 @@ def weights_digest(session: TrainingSession) -> str:
     return digest.hexdigest()
 
 
+def parameters_digest(session: TrainingSession) -> str:
+    """The digest of the learned weights alone: BatchNorm running statistics that train in a
+    process's last step are its own (DistributedDataParallel broadcasts them at each forward)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(session.model.named_parameters()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 def main(config_path: str, out_dir: str) -> None:
     session = TrainingSession(TrainConfig.load(config_path), CallbackList([]), RunControl())
     try:
@@ -38,6 +48,7 @@ def main(config_path: str, out_dir: str) -> None:
         try:
             end = session.fit()
             report = {"status": end.status, "digest": weights_digest(session),
+                      "parameters_digest": parameters_digest(session),
                       "run_dir": end.run_dir, "epochs_completed": end.epochs_completed}
         except DatasetError as exc:  # bad input stops every process at the same point
             report = {"status": "failed", "error": str(exc),

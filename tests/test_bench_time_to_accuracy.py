@@ -34,3 +34,21 @@ def test_a_seed_that_never_reaches_it_fails_the_target_and_the_rows_say_so():
     assert set_rows("digits", [reached, compare_seed(REFERENCE, [(18.0, 0.8)])])[0].met \
         is False  # (0.2 + 0.9) / 2 > 0.5
     assert accuracy_row.ratio == pytest.approx(((0.79 + 0.81) / 2) / 0.80)
+
+
+def test_a_candidate_default_is_measured_on_top_of_the_defaults(tmp_path):
+    import argparse
+
+    from workbench.bench.time_to_accuracy import parse_override, run, workbench_defaults_config
+    from workbench.core.runs.model_defaults import MODEL_DEFAULTS
+
+    assert parse_override("epochs=6") == ("epochs", 6)
+    assert parse_override("scheduler=cosine") == ("scheduler", "cosine")
+    with pytest.raises(argparse.ArgumentTypeError, match="FIELD=VALUE"):
+        parse_override("epochs")
+    plain = workbench_defaults_config(tmp_path, tmp_path, 0, "cpu")
+    assert plain.epochs == MODEL_DEFAULTS["small_cnn"]["epochs"]
+    candidate = workbench_defaults_config(tmp_path, tmp_path, 0, "cpu", {"epochs": 6})
+    assert candidate.epochs == 6 and candidate.lr == plain.lr
+    with pytest.raises(ValueError, match="unknown set.*textures"):
+        run(names=("textures", "nope"))

@@ -61,7 +61,7 @@ STAGES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
             {"optimizer": "adamw", "lr": 1e-3, "weight_decay": 1e-4},
             {"optimizer": "adamw", "lr": 3e-3, "weight_decay": 1e-4})),
     ("schedule", ({"scheduler": "cosine"}, {"scheduler": "warmup_cosine"})),
-    ("epochs", ({"epochs": 6}, {"epochs": 4})),
+    ("epochs", ({"epochs": 6}, {"epochs": 4}, {"epochs": 8})),
     ("augmentation", ({"crop_scale_min": 0.7}, {"crop_scale_min": 1.0, "crop_ratio_min": 1.0,
                                                  "crop_ratio_max": 1.0})),
     ("batch", ({"batch_size": 64}, {"batch_size": 128})),

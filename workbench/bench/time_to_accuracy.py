@@ -54,15 +54,29 @@ def reference_config(data: Path, root: Path, seed: int, device: str, epochs: int
         output_dir=str(root / "runs"), cache_dir=str(root / f"cache-ref-{seed}"))
 
 
-def workbench_defaults_config(data: Path, root: Path, seed: int, device: str) -> Any:
-    """small_cnn with its model defaults; only placement and scratch folders are set."""
+def workbench_defaults_config(data: Path, root: Path, seed: int, device: str,
+                              overrides: dict[str, Any] | None = None) -> Any:
+    """small_cnn with its model defaults, and ``overrides`` on top of them (a candidate
+    default, measured beside the defaults); only placement and scratch folders are set."""
     from workbench.core.runs.config import TrainConfig
     from workbench.core.runs.model_defaults import apply_model_defaults
 
     placement = {"data_root": str(data), "model": "small_cnn", "seed": seed, "workers": 0,
                  "device": device, "output_dir": str(root / "runs"),
                  "cache_dir": str(root / f"cache-wb-{seed}")}
-    return apply_model_defaults(TrainConfig(**placement), explicit=placement)
+    return apply_model_defaults(TrainConfig(**placement), explicit=placement).replace(
+        **(overrides or {}))
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'epochs=8' -> ('epochs', 8); a value that is not JSON stays a string."""
+    field, separator, value = text.partition("=")
+    if not separator or not field:
+        raise argparse.ArgumentTypeError(f"'{text}': write FIELD=VALUE, e.g. epochs=8")
+    try:
+        return field, json.loads(value)
+    except json.JSONDecodeError:
+        return field, value
 
 
 def workbench_history(config: Any) -> list[tuple[float, float]]:
@@ -102,15 +116,15 @@ def compare_seed(reference: list[tuple[float, float]], ours: list[tuple[float, f
             "ratio": our_seconds / reference_seconds if reached else math.inf}
 
 
-def run_set(job: tuple[str, int | None, int | None, tuple[int, ...], str, int, int]
-            ) -> list[dict[str, Any]]:
+def run_set(job: tuple[str, int | None, int | None, tuple[int, ...], str, int, int,
+                      dict[str, Any]]) -> list[dict[str, Any]]:
     """Every seed of one set, reference first, then Workbench (in a worker process)."""
     import torch
 
     from workbench.bench.accuracy_benchmark import plain_run
     from workbench.bench.real_image_sets import write_real_set
 
-    name, train_per_class, val_per_class, seeds, device, epochs, threads = job
+    name, train_per_class, val_per_class, seeds, device, epochs, threads, overrides = job
     if threads:
         torch.set_num_threads(threads)
     results = []
@@ -120,12 +134,14 @@ def run_set(job: tuple[str, int | None, int | None, tuple[int, ...], str, int, i
         for seed in seeds:
             reference: list[tuple[float, float]] = []
             plain_run(reference_config(data, root, seed, device, epochs), reference)
-            ours = workbench_history(workbench_defaults_config(data, root, seed, device))
+            ours = workbench_history(
+                workbench_defaults_config(data, root, seed, device, overrides))
             results.append({"set": name, "seed": seed, **compare_seed(reference, ours)})
     return results
 
 
-def set_rows(name: str, results: list[dict[str, Any]]) -> list[BenchRow]:
+def set_rows(name: str, results: list[dict[str, Any]], recipe: str = "defaults"
+             ) -> list[BenchRow]:
     ratios = [r["ratio"] for r in results]
     reached = sum(r["reached"] for r in results)
     reached_ratios = [r["ratio"] for r in results if r["reached"]]
@@ -133,31 +149,41 @@ def set_rows(name: str, results: list[dict[str, Any]]) -> list[BenchRow]:
     reference_best = statistics.mean(r["reference_best"] for r in results)
     seeds = len(results)
     time_row = limit_row("time_to_accuracy",
-                         f"{name}: defaults' time to the reference's best accuracy, over "
+                         f"{name}: {recipe}' time to the reference's best accuracy, over "
                          f"the reference's (reached in {reached}/{seeds} seeds)",
                          statistics.mean(ratios), "x", 0.5, per_seed=results,
                          mean_ratio_where_reached=statistics.mean(reached_ratios)
                          if reached_ratios else None)
     return [time_row,
-            ratio_row("time_to_accuracy", f"{name}: defaults' best val accuracy vs the "
+            ratio_row("time_to_accuracy", f"{name}: {recipe}' best val accuracy vs the "
                       f"reference's, {seeds} seeds", our_best, reference_best, "acc", 1.0)]
 
 
 def run(quick: bool = False, device: str = "auto", seeds: int = 5,
         epochs: int = REFERENCE_EPOCHS, jobs: int = 1, threads: int = 0,
-        large: bool = False) -> list[BenchRow]:
-    """Every set's two rows; ``jobs`` sets at once, each in its own process."""
+        large: bool = False, names: tuple[str, ...] = (),
+        overrides: dict[str, Any] | None = None) -> list[BenchRow]:
+    """Every set's two rows (only ``names`` when given); ``jobs`` sets at once, each in its
+    own process; Workbench runs its defaults with ``overrides`` on top."""
     from concurrent.futures import ProcessPoolExecutor
 
     device = "cpu" if device == "auto" else device
     sets = QUICK_SETS if quick else LARGE_SETS if large else SETS
+    if names:
+        unknown = sorted(set(names) - {name for name, _, _ in sets})
+        if unknown:
+            raise ValueError(f"unknown set(s) {', '.join(unknown)}; choose from "
+                             f"{', '.join(name for name, _, _ in sets)}")
+        sets = tuple(entry for entry in sets if entry[0] in names)
+    overrides = dict(overrides or {})
+    recipe = "defaults" + "".join(f" + {key}={value}" for key, value in overrides.items())
     chosen = (0,) if quick else tuple(range(seeds))
-    todo = [(name, train_count, val_count, chosen, device, 2 if quick else epochs, threads)
-            for name, train_count, val_count in sets]
+    todo = [(name, train_count, val_count, chosen, device, 2 if quick else epochs, threads,
+             overrides) for name, train_count, val_count in sets]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_SPAWN) as pool:
         results = list(pool.map(run_set, todo))
     return [row for job, result in zip(todo, results, strict=True)
-            for row in set_rows(job[0], result)]
+            for row in set_rows(job[0], result, recipe)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,10 +197,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="torch threads a process (0: torch's)")
     parser.add_argument("--jobs", type=int, default=1, help="sets at once")
     parser.add_argument("--large", action="store_true", help="every image of every set")
+    parser.add_argument("--sets", default="",
+                        help="comma-separated set names (default: every set)")
+    parser.add_argument("--override", action="append", type=parse_override, default=[],
+                        metavar="FIELD=VALUE",
+                        help="a setting on top of Workbench's defaults, e.g. epochs=6 "
+                             "(repeatable): a candidate default measured the same way")
     parser.add_argument("-o", "--output", default="")
     args = parser.parse_args(argv)
+    names = tuple(name for name in args.sets.split(",") if name)
     rows = run(args.quick, args.device, args.seeds, args.epochs, args.jobs, args.threads,
-               args.large)
+               args.large, names, dict(args.override))
     print(format_table(rows))
     if args.output:
         given = sys.argv[1:] if argv is None else argv

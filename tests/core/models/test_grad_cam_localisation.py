@@ -86,3 +86,46 @@ def test_the_map_of_the_mirror_class_is_dark_over_the_patch() -> None:
     assert float(cam[_inside_patch()].mean()) < 0.1
     # Its evidence is the darkness around the patch, relu((1 - x) - x), scaled to a peak of 1.
     assert float(cam[8, 8]) == pytest.approx(1.0, abs=1e-5)
+
+
+class _BrightnessStage(torch.nn.Module):
+    """Stands in for Swin's ``features``, channels-last as Swin's stages are: each 16x16 cell's
+    mean brightness in channel 0 and its darkness (1 - brightness) in channel 1, the rest 0."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.channels = channels
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        brightness = torch.nn.functional.avg_pool2d(images.mean(dim=1, keepdim=True), 16)
+        maps = torch.cat([brightness, 1.0 - brightness], dim=1)
+        maps = torch.nn.functional.pad(maps, (0, 0, 0, 0, 0, self.channels - 2))
+        return maps.permute(0, 2, 3, 1)  # [N, h, w, C]
+
+
+def test_swin_maps_are_read_channels_last_and_light_up_the_patch() -> None:
+    """A Swin-T whose stages report brightness per cell, on a wide image (4x8 cells) with a
+    bright patch at the right of the top row: its channels-last maps must be turned into
+    [N, C, h, w] before weighting, or the map lands elsewhere (or has the wrong shape)."""
+    import torchvision
+
+    model = torchvision.models.swin_t(weights=None, num_classes=2)
+    channels = model.head.in_features
+    model.features = _BrightnessStage(channels)
+    model.norm = torch.nn.Identity()
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        model.head.weight[0, :2] = torch.tensor([1.0, -1.0])
+        model.head.weight[1, :2] = torch.tensor([-1.0, 1.0])
+    image = torch.full((1, 3, 64, 128), BACKGROUND)
+    image[:, :, 0:16, 96:112] = BRIGHT  # cell (row 0, column 6)
+
+    cam, index, _ = class_activation_map(model, image, 0)
+
+    assert index == 0 and cam.shape == (64, 128)
+    row, column = divmod(int(cam.argmax()), 128)
+    assert row < 16 and 96 <= column < 112
+    patch = torch.zeros(64, 128, dtype=torch.bool)
+    patch[0:12, 100:108] = True  # away from the edges the upscaling blends
+    assert float(cam[patch].mean()) > 0.6 and float(cam[32:, :64].max()) == 0.0

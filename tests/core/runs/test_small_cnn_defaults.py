@@ -31,9 +31,11 @@ def test_small_cnn_defaults_learn_twenty_real_scans_a_class_with_adamw_and_a_war
     saved = json.loads((tmp_path / "runs").glob("*/config.json").__next__().read_text())
     saved = saved.get("config", saved)
     assert (saved["optimizer"], saved["lr"], saved["scheduler"], saved["epochs"]) == \
-        ("adamw", 0.002, "warmup_cosine", 6)
-    # One warm-up epoch at half the lr, then cosine over five: 0.5 * (1 + cos(pi * k / 5)).
-    expected = [0.001] + [0.001 * (1 + math.cos(math.pi * k / 5)) for k in range(5)]
+        ("adamw", 0.002, "warmup_cosine", 8)
+    # Two warm-up epochs at a third and two thirds of the lr, then cosine over six:
+    # 0.5 * (1 + cos(pi * k / 6)).
+    expected = [0.002 / 3, 0.004 / 3] + [0.001 * (1 + math.cos(math.pi * k / 6))
+                                         for k in range(6)]
     # Each epoch's steps all train at that epoch's lr.
     assert all(len(lrs) == 1 for lrs in step_lrs.values())
     assert [step_lrs[epoch].pop() for epoch in sorted(step_lrs)] == pytest.approx(expected,

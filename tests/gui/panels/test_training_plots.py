@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from workbench.core.runs.events import EpochEnd, RunStart, StepStats
-from workbench.gui.panels.training_plots import TrainingPlots
+from workbench.gui.panels.training_plots import TrainingPlots, round_bound, sticky_y_range
 from workbench.gui.widgets.ring_buffer import RingBuffer
 
 
@@ -142,3 +142,54 @@ def test_slow_first_steps_of_an_epoch_are_not_starvation(plots):
     plots.add_step(dataclasses.replace(step(1, 3, 0.5), data_wait_s=0.0, compute_s=0.05))
     plots.flush()
     assert not plots.starving_band.isVisible()
+
+
+def y_range(plot) -> tuple[float, float]:
+    low, high = plot.getViewBox().viewRange()[1]
+    return float(low), float(high)
+
+
+def test_y_axes_hold_still_while_new_points_fit_and_always_show_every_point(plots, qtbot):
+    """A run's loss falls and its accuracy rises on every refresh: the loss axis keeps one
+    round range while the points fit, accuracy keeps 0-100 % (relabelling an axis repaints
+    the whole canvas), and every point drawn so far stays inside it."""
+    plots.set_run_start(run_start(None))
+    loss_ranges, accuracy_ranges = set(), set()
+    losses = []
+    for index in range(1, 31):
+        loss = 2.3 * 0.93 ** index
+        losses.append(loss)
+        event = dataclasses.replace(step(1, index, loss), accuracy_smoothed=0.3 + index / 50)
+        plots.add_step(event)
+        plots.flush()
+        qtbot.wait(5)  # let a paint settle any pending range change
+        loss_low, loss_high = y_range(plots.loss_plot)
+        assert loss_low <= min(losses) and max(losses) <= loss_high
+        loss_ranges.add((loss_low, loss_high))
+        accuracy_ranges.add(y_range(plots.accuracy_plot))
+    assert loss_ranges == {(0.0, 2.5)}
+    assert accuracy_ranges == {(0.0, 100.0)}
+
+    plots.add_step(step(1, 31, 40.0))  # a spike: the range grows to hold it
+    plots.flush()
+    qtbot.wait(5)
+    assert y_range(plots.loss_plot) == (0.0, 50.0)
+    plots.reset()
+    assert y_range(plots.loss_plot) == (0.0, 1.0)  # the previous run's range is gone
+
+
+def test_the_memory_axis_shows_the_cards_total_above_the_curves(plots, qtbot):
+    plots.set_run_start(run_start(4 * 2**30))  # 4,096 MiB card
+    plots.add_step(step(1, 1, 0.5, allocated=2**30))
+    plots.flush()
+    qtbot.wait(5)
+    assert y_range(plots.memory_plot) == (0.0, 5000.0)
+
+
+def test_round_bounds_and_when_a_range_moves():
+    assert [round_bound(v) for v in (0.3, 1.0, 1.2, 2.2, 4.0, 7.0, 4096.0)] == \
+        [0.5, 1.0, 2.0, 2.5, 5.0, 10.0, 5000.0]
+    assert sticky_y_range((0.0, 2.5), (0.1, 2.3)) == (0.0, 2.5)  # fits: stays
+    assert sticky_y_range((0.0, 2.5), (0.1, 0.4)) == (0.0, 0.5)  # fills 16%: narrows
+    assert sticky_y_range((0.0, 2.5), (-0.2, 1.0)) == (-0.25, 2.0)  # below zero
+    assert sticky_y_range((0.0, 1.0), (0.0, 0.0)) == (0.0, 1.0)  # all zero

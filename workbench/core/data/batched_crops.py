@@ -1,12 +1,14 @@
 """Crops of a whole uint8 image batch at once, on whatever device the batch lives on.
 
 One implementation of the random resized crop (torchvision's ``RandomResizedCrop`` box draws,
-antialiased bilinear resampling, then the horizontal flip) serves three callers: the loader
-processes (one image at a time), the images kept on the device (a whole batch per step) and the
-preview. The same draws give the same pixels in all three, because each output pixel is summed
-from the few source pixels it reads, in a fixed order, with element-wise operations only: a
-pixel never depends on the batch it was cropped in. Against torchvision's uint8 resize of the
-same box the result is within one grey level (torchvision rounds a fixed-point intermediate).
+antialiased bilinear or bicubic resampling, then the horizontal flip) serves three callers:
+the loader processes (one image at a time), the images kept on the device (a whole batch per
+step) and the preview. The same draws give the same pixels in all three, because each output
+pixel is summed from the few source pixels it reads, in a fixed order, with element-wise
+operations only: a pixel never depends on the batch it was cropped in. Against torchvision's
+uint8 resize of the same box the result is within one grey level (torchvision rounds a
+fixed-point intermediate; bicubic rounds and clamps its first pass, the columns, to whole
+grey levels as torch does).
 
 Center, five and ten crops are plain slices and equal torchvision's exactly.
 """
@@ -89,23 +91,27 @@ def draw_resized_crops(
     return CropDraws(top, left, box_h, box_w, flip)
 
 
-def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Tensor:
+def resized_crops(images: torch.Tensor, draws: CropDraws, size: int,
+                  interpolation: str = "bilinear") -> torch.Tensor:
     """Crop each image of ``images`` (uint8 ``[B,C,H,W]``) to its box, resize it to
-    ``size`` x ``size`` with antialiased bilinear resampling, and flip it if drawn so.
+    ``size`` x ``size`` with antialiased ``interpolation`` ('bilinear' or 'bicubic', PyTorch's
+    antialias filters), and flip it if drawn so.
 
     Returns uint8 ``[B,C,size,size]`` on the images' device.
     """
+    if interpolation not in _FILTER_RADIUS:
+        raise ValueError(f"interpolation: '{interpolation}' is not bilinear or bicubic")
     if images.dtype != torch.uint8 or images.dim() != 4:
         raise TypeError(
             f"expected uint8 images [B,C,H,W], got {images.dtype} {tuple(images.shape)}")
     count, height, width = images.shape[0], images.shape[-2], images.shape[-1]
     if count > 1 and images.device.type == "cpu" and height * width > CPU_TOGETHER_MAX_PIXELS:
         return torch.stack([resized_crops(images[index:index + 1], draws.part(index, index + 1),
-                                          size)[0] for index in range(count)])
+                                          size, interpolation)[0] for index in range(count)])
     chunk = max(1, RESAMPLE_CHUNK_PIXELS // (height * width))
     if count > chunk:
         return torch.cat([resized_crops(images[start:start + chunk],
-                                        draws.part(start, start + chunk), size)
+                                        draws.part(start, start + chunk), size, interpolation)
                           for start in range(0, count, chunk)])
     device = images.device
     if count == 1:
@@ -113,22 +119,40 @@ def resized_crops(images: torch.Tensor, draws: CropDraws, size: int) -> torch.Te
         # size (the same pixels and weights as in a batch, for far less work).
         left, top, box_width, box_height = draws.box(0)
         images = images[:, :, top:top + box_height, left:left + box_width]
-        rows_index, rows_weight = (t.to(device) for t in _span_taps(box_height, size))
-        cols_index, cols_weight = (t.to(device) for t in _span_taps(box_width, size))
+        rows_index, rows_weight = (t.to(device) for t in _span_taps(box_height, size,
+                                                                    interpolation))
+        cols_index, cols_weight = (t.to(device) for t in _span_taps(box_width, size,
+                                                                    interpolation))
         if bool(draws.flip[0]):
             cols_index, cols_weight = cols_index.flip(1), cols_weight.flip(1)
-        pixels = _resample_one(images.float(), 2, rows_index[0], rows_weight[0])
-        pixels = _resample_one(pixels, 3, cols_index[0], cols_weight[0])
+        if interpolation == "bicubic":  # columns first, in whole grey levels between
+            pixels = _to_grey_levels(_resample_one(images.float(), 3, cols_index[0],
+                                                   cols_weight[0]))
+            pixels = _resample_one(pixels, 2, rows_index[0], rows_weight[0])
+        else:
+            pixels = _resample_one(images.float(), 2, rows_index[0], rows_weight[0])
+            pixels = _resample_one(pixels, 3, cols_index[0], cols_weight[0])
         return pixels.round_().clamp_(0, 255).to(torch.uint8).contiguous()
     else:
         no_flip = torch.zeros_like(draws.flip, device=device)
         rows_index, rows_weight = _taps(draws.top.to(device), draws.height.to(device), size,
-                                        no_flip)
+                                        no_flip, interpolation)
         cols_index, cols_weight = _taps(draws.left.to(device), draws.width.to(device), size,
-                                        draws.flip.to(device))
-    pixels = _resample(images.float(), rows_index, rows_weight)  # [B,C,size,W]
-    pixels = _resample(pixels.transpose(2, 3), cols_index, cols_weight).transpose(2, 3)
+                                        draws.flip.to(device), interpolation)
+    if interpolation == "bicubic":  # columns first, in whole grey levels between
+        pixels = _resample(images.float().transpose(2, 3), cols_index, cols_weight)
+        pixels = _to_grey_levels(pixels.transpose(2, 3))  # [B,C,H,size]
+        pixels = _resample(pixels, rows_index, rows_weight)
+    else:
+        pixels = _resample(images.float(), rows_index, rows_weight)  # [B,C,size,W]
+        pixels = _resample(pixels.transpose(2, 3), cols_index, cols_weight).transpose(2, 3)
     return pixels.round_().clamp_(0, 255).to(torch.uint8).contiguous()
+
+
+def _to_grey_levels(pixels: torch.Tensor) -> torch.Tensor:
+    """Round and clamp to 0..255 between the two passes, as torch's uint8 bicubic kernel (and
+    Pillow) keep the first pass in uint8: the cubic's overshoot is cut there, not carried."""
+    return pixels.round_().clamp_(0, 255)
 
 
 def center_crops(images: torch.Tensor, size: int) -> torch.Tensor:
@@ -170,25 +194,45 @@ def multi_crop_boxes(
 
 
 @functools.lru_cache(maxsize=4096)
-def _span_taps(length: int, out: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _span_taps(length: int, out: int, interpolation: str = "bilinear"
+               ) -> tuple[torch.Tensor, torch.Tensor]:
     """``_taps`` of one unflipped span ``[0, length)`` on the CPU, ``[1,out,T]`` each."""
     return _taps(torch.zeros(1, dtype=torch.long), torch.tensor([length]), out,
-                 torch.zeros(1, dtype=torch.bool))
+                 torch.zeros(1, dtype=torch.bool), interpolation)
+
+
+# Each filter's reach in source pixels at scale 1: the triangle's 1, the cubic's 2.
+_FILTER_RADIUS = {"bilinear": 1.0, "bicubic": 2.0}
+# PyTorch's antialiased bicubic uses Keys' cubic with a = -0.5 (Pillow's), not -0.75.
+_CUBIC_A = -0.5
+
+
+def _filter(distance: torch.Tensor, interpolation: str) -> torch.Tensor:
+    """The resampling filter at ``distance`` (in filter units): triangle or Keys' cubic."""
+    x = distance.abs()
+    if interpolation == "bilinear":
+        return (1.0 - x).clamp(min=0.0)
+    a = _CUBIC_A
+    near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    far = (((x - 5.0) * x + 8.0) * x - 4.0) * a
+    return torch.where(x < 1.0, near, torch.where(x < 2.0, far, torch.zeros_like(x)))
 
 
 def _taps(
-    start: torch.Tensor, length: torch.Tensor, out: int, flip: torch.Tensor
+    start: torch.Tensor, length: torch.Tensor, out: int, flip: torch.Tensor,
+    interpolation: str = "bilinear",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Source indices and weights ``[B,out,T]`` of antialiased bilinear resampling of the
-    span ``[start, start+length)`` to ``out`` pixels (PyTorch's antialias weights).
+    """Source indices and weights ``[B,out,T]`` of antialiased bilinear or bicubic resampling
+    of the span ``[start, start+length)`` to ``out`` pixels (PyTorch's antialias weights).
 
-    Downscaling widens the triangle filter by the scale; every output pixel's weights sum to
-    1. Unused taps have weight 0 and repeat the first index.
+    Downscaling widens the filter by the scale; every output pixel's weights sum to 1. Unused
+    taps have weight 0 and repeat the first index.
     """
     device = start.device
     scale = length.double() / out
     shrinking = scale >= 1.0
-    support = torch.where(shrinking, scale, torch.ones_like(scale))
+    radius = _FILTER_RADIUS[interpolation]
+    support = radius * torch.where(shrinking, scale, torch.ones_like(scale))
     inverse = torch.where(shrinking, 1.0 / scale, torch.ones_like(scale))
     center = scale[:, None] * (torch.arange(out, dtype=torch.float64, device=device) + 0.5)
     first = (center - support[:, None] + 0.5).floor().clamp(min=0)
@@ -196,8 +240,9 @@ def _taps(
     count = int((end - first).max())
     position = first[..., None] + torch.arange(count, dtype=torch.float64, device=device)
     inside = position < end[..., None]
-    weight = (1.0 - ((position - center[..., None] + 0.5) * inverse[:, None, None]).abs())
-    weight = torch.where(inside, weight.clamp(min=0.0), torch.zeros_like(weight))
+    weight = _filter((position - center[..., None] + 0.5) * inverse[:, None, None],
+                     interpolation)
+    weight = torch.where(inside, weight, torch.zeros_like(weight))
     total = weight[..., 0].clone()
     for tap in range(1, count):  # in tap order, so unused taps (zeros) change nothing
         total += weight[..., tap]

@@ -58,6 +58,7 @@ class ImageSampleDataset(Dataset):
             images that cannot be decoded (shared safely by loader processes).
         upscale: False leaves images smaller than ``resize_size`` at their own size (the
             random resized crop's source, see ``train_source_size``).
+        interpolation: the resize's, 'bilinear' or 'bicubic' (the config's ``interpolation``).
     """
 
     def __init__(
@@ -69,9 +70,11 @@ class ImageSampleDataset(Dataset):
         cache_dir: str | None,
         failure_log: str | None = None,
         upscale: bool = True,
+        interpolation: str = "bilinear",
     ) -> None:
         self.samples = list(samples)
         self.upscale = upscale
+        self.interpolation = interpolation
         self.transform = transform
         self.resize_size = resize_size
         self.grayscale = grayscale
@@ -160,7 +163,7 @@ class ImageSampleDataset(Dataset):
         """(image, '') or (None, the reason it cannot be decoded); a pool thread may call it."""
         try:
             return load_image_uint8(self.samples[index][0], self.resize_size, self.grayscale,
-                                    self.cache_dir, self.upscale), ""
+                                    self.cache_dir, self.upscale, self.interpolation), ""
         except ImageDecodeError as exc:
             return None, exc.reason
 
@@ -172,7 +175,8 @@ class ImageSampleDataset(Dataset):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
-                    decode_file(path, self.resize_size, self.grayscale, self.upscale)
+                    decode_file(path, self.resize_size, self.grayscale, self.upscale,
+                                self.interpolation)
                 except ImageDecodeError:
                     continue
             if caught:
@@ -265,9 +269,11 @@ def build_data_pipeline(
     cache_dir = image_cache_dir(config)
     train_size, train_upscale = train_source_size(config)
     train_set = ImageSampleDataset(scan.train, build_train_transform(config), train_size,
-                                   grayscale, cache_dir, failure_log, train_upscale)
+                                   grayscale, cache_dir, failure_log, train_upscale,
+                                   config.interpolation)
     val_set = ImageSampleDataset(scan.val, build_eval_transform(config),
-                                 config.resize_size, grayscale, cache_dir, failure_log)
+                                 config.resize_size, grayscale, cache_dir, failure_log,
+                                 interpolation=config.interpolation)
     generator = torch.Generator().manual_seed(config.seed)
     class_weights = None
     sampler = None

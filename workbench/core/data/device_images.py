@@ -145,7 +145,7 @@ def _decode_all(
     """Every image of ``dataset`` resized, uncropped, in one CPU tensor; or why not."""
     whole = ImageSampleDataset(dataset.samples, _unchanged, dataset.resize_size,
                                dataset.grayscale, dataset.cache_dir, dataset.failure_log,
-                               dataset.upscale)
+                               dataset.upscale, dataset.interpolation)
     workers = config.workers
     loader = DataLoader(whole, batch_size=LOAD_BATCH, shuffle=False, num_workers=workers,
                         collate_fn=stack_if_same_size,

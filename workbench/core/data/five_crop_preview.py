@@ -95,11 +95,13 @@ def five_crop_preview(
     if isinstance(image, Image.Image):
         path = str(getattr(image, "filename", "") or "")
         original_size = displayed_size(image)
-        resized = torch.from_numpy(decode_pil_image(image, config.resize_size, grayscale))
+        resized = torch.from_numpy(decode_pil_image(image, config.resize_size, grayscale,
+                                                    interpolation=config.interpolation))
     else:
         path = str(image)
         original_size = read_image_size(path)
-        resized = load_image_uint8(path, config.resize_size, grayscale)
+        resized = load_image_uint8(path, config.resize_size, grayscale,
+                                   interpolation=config.interpolation)
     mean, std = normalization_for(config)
     preparer = BatchPreparer(mean, std, "cpu", channels_last=False)
     resized_rgb = _to_display(resized)
@@ -208,8 +210,10 @@ def _train_source(image: str | Image.Image, config: Any, grayscale: bool) -> tor
     """The image the random resized crop cuts, as training decodes it (``train_source_size``)."""
     size, upscale = train_source_size(config)
     if isinstance(image, Image.Image):
-        return torch.from_numpy(decode_pil_image(image, size, grayscale, upscale))
-    return load_image_uint8(image, size, grayscale, upscale=upscale)
+        return torch.from_numpy(decode_pil_image(image, size, grayscale, upscale,
+                                                 config.interpolation))
+    return load_image_uint8(image, size, grayscale, upscale=upscale,
+                            interpolation=config.interpolation)
 
 
 def _standard_train(

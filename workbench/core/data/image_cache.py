@@ -41,7 +41,7 @@ _DECODING_VERSION = "3"
 
 def load_image_uint8(
     path: str, resize_size: int, grayscale: bool = False, cache_dir: str | None = None,
-    upscale: bool = True,
+    upscale: bool = True, interpolation: str = "bilinear",
 ) -> torch.Tensor:
     """Decode ``path`` to a uint8 ``[C,H,W]`` tensor whose shorter side is ``resize_size``.
 
@@ -52,6 +52,8 @@ def load_image_uint8(
         cache_dir: when given, reuse (or write) the resized pixels there.
         upscale: False keeps an image whose shorter side is below ``resize_size`` at its
             own size (the training crops' source: never enlarged before it is cropped).
+        interpolation: the resize's, 'bilinear' or 'bicubic' (antialiased either way); part
+            of the cache key.
 
     Returns:
         A contiguous uint8 tensor, 3 or 1 channels, EXIF orientation applied.
@@ -62,11 +64,12 @@ def load_image_uint8(
     info = check_regular_file(path)
     cache_file = None
     if cache_dir:
-        cache_file = cache_path(path, resize_size, grayscale, cache_dir, info, upscale)
+        cache_file = cache_path(path, resize_size, grayscale, cache_dir, info, upscale,
+                                interpolation)
         cached = _read_cached(cache_file, resize_size, grayscale, upscale)
         if cached is not None:
             return torch.from_numpy(cached)
-    array = decode_file(path, resize_size, grayscale, upscale)
+    array = decode_file(path, resize_size, grayscale, upscale, interpolation)
     if cache_file is not None:
         _write_cached(cache_file, array)
     return torch.from_numpy(array)
@@ -79,6 +82,7 @@ def cache_path(
     cache_dir: str | os.PathLike[str],
     info: os.stat_result | None = None,
     upscale: bool = True,
+    interpolation: str = "bilinear",
 ) -> Path:
     """The cache file for these settings of this version of ``path``."""
     info = info or os.stat(path)
@@ -86,6 +90,9 @@ def cache_path(
              "L" if grayscale else "RGB", _DECODING_VERSION]
     if not upscale:
         parts.append("at most")  # a different array for small originals: its own file
+    if interpolation != "bilinear":
+        # Other pixels, so another file; bilinear keeps the keys that caches already hold.
+        parts.append(interpolation)
     key = "\0".join(parts)
     digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()
     return Path(cache_dir) / digest[:2] / f"{digest}.npy"

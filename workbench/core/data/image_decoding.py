@@ -18,7 +18,8 @@ One path for training, preview and thumbnails, so they agree on every odd case:
 - CMYK, 1-bit, palette and other modes are converted by Pillow; multi-frame GIF/TIFF/WebP files
   give their first frame.
 
-The final resize is antialiased bilinear: by torch's uint8 kernel when the image is less than
+The final resize is antialiased, bilinear or bicubic (``INTERPOLATIONS``; each model's weights
+name theirs), as torchvision's ``v2.Resize``: by torch's kernel when the image is less than
 twice the target (a JPEG after its reduced decode; about twice as fast as Pillow there), by
 Pillow's reduce-then-resample above that (faster for big downscales). torch is imported only
 for that resize, which thumbnails never reach: the GUI's thumbnail threads use this module
@@ -57,6 +58,9 @@ _ORIENTATION_METHODS = {
 TORCH_RESIZE_MAX_FACTOR = 2.0
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 _WIDE_INTEGER_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N")
+# The resize interpolations (config field ``interpolation``) and Pillow's filter for each.
+_PILLOW_FILTERS = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
+INTERPOLATIONS = tuple(_PILLOW_FILTERS)
 
 
 class ImageDecodeError(Exception):
@@ -139,18 +143,21 @@ def check_decoded_size(
 
 
 def decode_pil_image(image: Image.Image, resize_size: int, grayscale: bool = False,
-                     upscale: bool = True) -> np.ndarray:
+                     upscale: bool = True, interpolation: str = "bilinear") -> np.ndarray:
     """Resize an opened Pillow image to a contiguous uint8 ``[C,H,W]`` array.
 
     A JPEG that has not been loaded yet is decoded at a reduced scale first. Orientation,
     bit depth and transparency are handled as the module docstring describes. With
     ``upscale`` False an image whose shorter side is below ``resize_size`` keeps its size.
+    ``interpolation``: 'bilinear' or 'bicubic', antialiased either way.
 
     Raises:
         ImageDecodeError: the image cannot be decoded; the path is the image's file name.
+        ValueError: ``interpolation`` is not one of ``INTERPOLATIONS``.
     """
+    _check_interpolation(interpolation)
     try:
-        return _decode_opened(image, resize_size, grayscale, upscale)
+        return _decode_opened(image, resize_size, grayscale, upscale, interpolation)
     except ImageDecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - malformed files raise all kinds of errors
@@ -158,12 +165,14 @@ def decode_pil_image(image: Image.Image, resize_size: int, grayscale: bool = Fal
 
 
 def decode_file(path: str, resize_size: int, grayscale: bool = False,
-                upscale: bool = True) -> np.ndarray:
-    """``decode_pil_image`` of the file at ``path``; every failure is an ``ImageDecodeError``."""
+                upscale: bool = True, interpolation: str = "bilinear") -> np.ndarray:
+    """``decode_pil_image`` of the file at ``path``; every failure is an ``ImageDecodeError``
+    (a wrong ``interpolation`` a ValueError)."""
+    _check_interpolation(interpolation)
     check_regular_file(path)
     try:
         with Image.open(path) as image:
-            return _decode_opened(image, resize_size, grayscale, upscale)
+            return _decode_opened(image, resize_size, grayscale, upscale, interpolation)
     except ImageDecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - malformed files raise all kinds of errors
@@ -226,8 +235,14 @@ def decode_failure_reason(exc: BaseException) -> str:
     return f"cannot decode image ({text})"
 
 
+def _check_interpolation(interpolation: str) -> None:
+    if interpolation not in _PILLOW_FILTERS:
+        raise ValueError(f"interpolation: '{interpolation}' is not one of "
+                         f"{', '.join(INTERPOLATIONS)}")
+
+
 def _decode_opened(image: Image.Image, resize_size: int, grayscale: bool,
-                   upscale: bool = True) -> np.ndarray:
+                   upscale: bool = True, interpolation: str = "bilinear") -> np.ndarray:
     mode = "L" if grayscale else "RGB"
     if not upscale:
         resize_size = min(resize_size, min(image.size))  # never larger than the original
@@ -235,27 +250,29 @@ def _decode_opened(image: Image.Image, resize_size: int, grayscale: bool,
     image = prepare_image(image, mode, resized_size(*image.size, resize_size))
     target = resized_size(image.width, image.height, resize_size)
     if image.size != target and min(image.size) < TORCH_RESIZE_MAX_FACTOR * min(target):
-        return _resized_by_torch(np.array(image, dtype=np.uint8), target)
+        return _resized_by_torch(np.array(image, dtype=np.uint8), target, interpolation)
     if image.size != target:
         # reducing_gap=3: Pillow resizes big downscales in two steps, indistinguishable from one.
-        image = image.resize(target, Image.Resampling.BILINEAR, reducing_gap=3.0)
+        image = image.resize(target, _PILLOW_FILTERS[interpolation], reducing_gap=3.0)
     array = np.asarray(image, dtype=np.uint8)
     if array.ndim == 2:
         return array[None].copy()  # asarray of a Pillow image is read-only
     return np.ascontiguousarray(array.transpose(2, 0, 1))
 
 
-def _resized_by_torch(pixels: np.ndarray, target: tuple[int, int]) -> np.ndarray:
+def _resized_by_torch(pixels: np.ndarray, target: tuple[int, int],
+                      interpolation: str = "bilinear") -> np.ndarray:
     """HxW or HxWxC uint8 -> contiguous CxHxW uint8 of ``target`` (width, height).
 
     torch reads the interleaved pixels in place (a channels-last view) and writes the planes.
+    Both go through torch's uint8 kernels, as torchvision's ``v2.Resize`` does on the CPU.
     """
     import torch  # only training and the preview resize, and both have torch loaded
 
     tensor = torch.from_numpy(pixels)
     tensor = tensor[None, None] if tensor.dim() == 2 else tensor.permute(2, 0, 1)[None]
     width, height = target
-    resized = torch.nn.functional.interpolate(tensor, size=(height, width), mode="bilinear",
+    resized = torch.nn.functional.interpolate(tensor, size=(height, width), mode=interpolation,
                                               antialias=True, align_corners=False)
     return resized[0].contiguous().numpy()
 

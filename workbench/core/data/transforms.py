@@ -57,13 +57,16 @@ class CropTransform(Protocol):
 
 
 class RandomResizedCropFlip:
-    """torchvision's ``RandomResizedCrop`` (antialiased) then a random horizontal flip, on one
-    uint8 ``[C,H,W]`` image, through the batched implementation the on-device images use."""
+    """torchvision's ``RandomResizedCrop`` (antialiased, bilinear or bicubic) then a random
+    horizontal flip, on one uint8 ``[C,H,W]`` image, through the batched implementation the
+    on-device images use."""
 
     def __init__(self, size: int, flip_probability: float,
                  scale: tuple[float, float] = DEFAULT_SCALE,
-                 ratio: tuple[float, float] = DEFAULT_RATIO) -> None:
+                 ratio: tuple[float, float] = DEFAULT_RATIO,
+                 interpolation: str = "bilinear") -> None:
         self.size = size
+        self.interpolation = interpolation
         self.flip_probability = flip_probability
         self.scale = scale
         self.ratio = ratio
@@ -78,7 +81,7 @@ class RandomResizedCropFlip:
                                   flip_probability=self.flip_probability, generator=generator)
 
     def apply(self, image: torch.Tensor, draws: CropDraws) -> torch.Tensor:
-        return resized_crops(image.unsqueeze(0), draws, self.size)[0]
+        return resized_crops(image.unsqueeze(0), draws, self.size, self.interpolation)[0]
 
     def batch(self, images: torch.Tensor, generator: torch.Generator | None = None
               ) -> torch.Tensor:
@@ -87,12 +90,12 @@ class RandomResizedCropFlip:
         height, width = images.shape[-2:]
         draws = draw_resized_crops(images.shape[0], height, width, self.scale, self.ratio,
                                    flip_probability=self.flip_probability, generator=generator)
-        return resized_crops(images, draws, self.size)
+        return resized_crops(images, draws, self.size, self.interpolation)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(size={self.size}, "
                 f"flip_probability={self.flip_probability}, scale={self.scale}, "
-                f"ratio={self.ratio})")
+                f"ratio={self.ratio}, interpolation={self.interpolation!r})")
 
 
 class AugmentedCrop(RandomResizedCropFlip):
@@ -101,13 +104,14 @@ class AugmentedCrop(RandomResizedCropFlip):
     through the batch code as a batch of one, so the same draws give the same pixels."""
 
     def __init__(self, crop: RandomResizedCropFlip, augmentation: PixelAugmentation) -> None:
-        super().__init__(crop.size, crop.flip_probability, crop.scale, crop.ratio)
+        super().__init__(crop.size, crop.flip_probability, crop.scale, crop.ratio,
+                         crop.interpolation)
         self.augmentation = augmentation
 
     def apply(self, image: torch.Tensor, draws: CropDraws,
               generator: torch.Generator | None = None) -> torch.Tensor:
         """Crop ``image`` with ``draws``, then augment it with draws from ``generator``."""
-        crop = resized_crops(image.unsqueeze(0), draws, self.size)
+        crop = resized_crops(image.unsqueeze(0), draws, self.size, self.interpolation)
         return self.augmentation(crop, generator)[0]
 
     def batch(self, images: torch.Tensor, generator: torch.Generator | None = None
@@ -185,7 +189,8 @@ def build_train_transform(config: Any) -> CropTransform:
         crop = RandomResizedCropFlip(
             config.crop_size, 0.5 if config.train_hflip else 0.0,
             (config.crop_scale_min, config.crop_scale_max),
-            (config.crop_ratio_min, config.crop_ratio_max))
+            (config.crop_ratio_min, config.crop_ratio_max),
+            getattr(config, "interpolation", "bilinear"))
         augmentation = pixel_augmentation_for(config)
         return crop if augmentation is None else AugmentedCrop(crop, augmentation)
     return _multi_crop(config)

@@ -343,11 +343,13 @@ def apply_finetune_mode(model: nn.Module, finetune: str) -> list[nn.Parameter]:
     """Set ``requires_grad`` for ``finetune`` and return the parameters to optimise.
 
     'last_layer' trains only the classifier head (``heads.classifier_head``); 'full' trains
-    everything.
+    everything. 'head_then_full' is set up here as its whole-network stage (the larger one,
+    which memory and speed probes measure and the LR finder sweeps); a run freezes the
+    backbone for its head epochs itself (``training.optimisers.apply_finetune_stage``).
     """
     if finetune not in FINETUNE_MODES:
         raise ValueError(f"unknown finetune mode '{finetune}' (use {', '.join(FINETUNE_MODES)})")
-    if finetune == "full":
+    if finetune in ("full", "head_then_full"):
         model.requires_grad_(True)
         return list(model.parameters())
     model.requires_grad_(False)
@@ -360,7 +362,8 @@ def set_train_mode(model: nn.Module, finetune: str) -> None:
     """``model.train()``, except that with 'last_layer' everything but the head stays in eval mode.
 
     A frozen backbone then keeps its BatchNorm running statistics and uses no dropout, so the
-    features it produces do not drift during training (and can be cached).
+    features it produces do not drift during training (and can be cached). 'head_then_full'
+    is its whole-network stage here, as in ``apply_finetune_mode``.
     """
     if finetune not in FINETUNE_MODES:
         raise ValueError(f"unknown finetune mode '{finetune}' (use {', '.join(FINETUNE_MODES)})")

@@ -165,10 +165,11 @@ def checkpoint_data(
     model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any,
     epoch: int, best_val_accuracy: float, best_epoch: int, class_names: Sequence[str],
     config: TrainConfig, best_val_loss: float | None = None,
-    early_stopping: Mapping[str, Any] | None = None,
+    early_stopping: Mapping[str, Any] | None = None, finetune_stage: str | None = None,
 ) -> dict[str, Any]:
     """A training checkpoint after ``epoch`` epochs; ``scaler`` is None when amp is off,
-    ``early_stopping`` the early-stopping state (None when it is off)."""
+    ``early_stopping`` the early-stopping state (None when it is off), ``finetune_stage`` the
+    stage epoch ``epoch`` trained in with 'head_then_full' ('head' or 'full', else None)."""
     return {
         "format": CHECKPOINT_FORMAT, "version": FORMAT_VERSION, "model": _cpu_state(model),
         "optimizer": optimizer.state_dict(),
@@ -178,6 +179,7 @@ def checkpoint_data(
         "best_model": None, "rng": rng_state(), "class_names": list(class_names),
         "config": config.to_dict(), "best_val_loss": best_val_loss,
         "early_stopping": dict(early_stopping) if early_stopping is not None else None,
+        "finetune_stage": finetune_stage,
     }
 
 

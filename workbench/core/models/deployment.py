@@ -125,8 +125,8 @@ def _verification_text(exported: ExportResult, export_format: str) -> str:
 
 def _preprocessing_of(config: TrainConfig) -> dict:
     return {"model": config.model, "crop_mode": config.crop_mode,
-            "resize_size": config.resize_size, "crop_size": config.crop_size,
-            "in_channels": config.in_channels}
+            "resize_size": config.resize_size, "interpolation": config.interpolation,
+            "crop_size": config.crop_size, "in_channels": config.in_channels}
 
 
 def _evaluation(config: TrainConfig, class_names: list[str], preprocessing: dict, split: str,

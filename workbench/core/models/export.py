@@ -260,8 +260,8 @@ def _preprocessing_info(config: TrainConfig, mean: Sequence[float], std: Sequenc
     return {
         "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
         "model": config.model, "num_classes": num_classes, "in_channels": config.in_channels,
-        "resize_size": config.resize_size, "crop_size": config.crop_size,
-        "crop_mode": config.crop_mode, "input_layout": "NCHW",
+        "resize_size": config.resize_size, "interpolation": config.interpolation,
+        "crop_size": config.crop_size, "crop_mode": config.crop_mode, "input_layout": "NCHW",
         "input_dtypes": ["uint8", "float32"] if method == "script" else ["uint8"],
         "input_range": {"uint8": [0, 255], "float32": [0.0, 1.0]},
         "mean": list(mean), "std": list(std), "normalization": "applied inside the module",

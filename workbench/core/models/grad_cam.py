@@ -155,7 +155,8 @@ def grad_cam_for_image(model: nn.Module, class_names: list[str], config: TrainCo
     if class_name is not None and class_name not in class_names:
         raise ValueError(f"'{class_name}' is not one of the model's classes {class_names}")
     grayscale = config.in_channels == 1
-    image = load_image_uint8(str(image_path), config.resize_size, grayscale=grayscale)
+    image = load_image_uint8(str(image_path), config.resize_size, grayscale=grayscale,
+                             interpolation=config.interpolation)
     mean, std = normalization_for(config)
     mean_t = torch.tensor(mean).view(1, -1, 1, 1)
     std_t = torch.tensor(std).view(1, -1, 1, 1)

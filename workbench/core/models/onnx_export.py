@@ -236,8 +236,9 @@ def _preprocessing(config: TrainConfig, mean: Sequence[float], std: Sequence[flo
     return {
         "format": ONNX_EXPORT_FORMAT, "version": 1, "model": config.model,
         "num_classes": num_classes, "in_channels": config.in_channels,
-        "resize_size": config.resize_size, "crop_size": config.crop_size,
-        "crop_mode": config.crop_mode, "input_layout": "NCHW", "input_dtype": "uint8",
+        "resize_size": config.resize_size, "interpolation": config.interpolation,
+        "crop_size": config.crop_size, "crop_mode": config.crop_mode, "input_layout": "NCHW",
+        "input_dtype": "uint8",
         "mean": list(mean), "std": list(std), "normalization": "applied inside the graph",
         "opset": opset, "workbench_version": workbench.__version__,
         "torch_version": torch.__version__,

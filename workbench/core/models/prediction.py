@@ -46,8 +46,9 @@ class Prediction:
 def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Tensor:
     """Decode an image and cut the crops an export expects: uint8 ``[K, C, crop, crop]``.
 
-    Uses the training pipeline's own decode (shorter side resized to ``resize_size``, EXIF
-    orientation applied) and evaluation crops: one centre crop ('standard'), five crops, or
+    Uses the training pipeline's own decode (shorter side resized to ``resize_size`` with the
+    run's ``interpolation``, bilinear for exports that predate it; EXIF orientation applied)
+    and evaluation crops: one centre crop ('standard'), five crops, or
     ten (five plus those of the mirror image).
 
     Raises:
@@ -56,9 +57,11 @@ def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Ten
     config = TrainConfig(
         model=str(preprocessing["model"]), crop_mode=str(preprocessing["crop_mode"]),
         resize_size=int(preprocessing["resize_size"]), crop_size=int(preprocessing["crop_size"]),
+        interpolation=str(preprocessing.get("interpolation", "bilinear")),
     )
     grayscale = int(preprocessing["in_channels"]) == 1
-    image = load_image_uint8(str(image_path), config.resize_size, grayscale=grayscale)
+    image = load_image_uint8(str(image_path), config.resize_size, grayscale=grayscale,
+                             interpolation=config.interpolation)
     crops = build_eval_transform(config)(image)
     return crops if crops.dim() == 4 else crops.unsqueeze(0)
 
@@ -83,8 +86,8 @@ def load_classifier(model_path: str | Path) -> ExportedModel:
                               ) from not_an_export
     mean, std = normalization_for(config)
     preprocessing = {"model": config.model, "crop_mode": config.crop_mode,
-                     "resize_size": config.resize_size, "crop_size": config.crop_size,
-                     "in_channels": config.in_channels}
+                     "resize_size": config.resize_size, "interpolation": config.interpolation,
+                     "crop_size": config.crop_size, "in_channels": config.in_channels}
     return ExportedModel(PreprocessingClassifier(model, mean, std).eval(), class_names,
                          preprocessing)
 

@@ -25,8 +25,10 @@ IMBALANCE_OPTIONS = choices_of("imbalance")
 AMP_DTYPES = choices_of("amp_dtype")
 EARLY_STOPPING = choices_of("early_stopping")
 AUTO_AUGMENT_POLICIES = choices_of("auto_augment")
+INTERPOLATIONS = choices_of("interpolation")
 _CHOICE_FIELDS = ("model", "weights", "finetune", "crop_mode", "crop_strategy", "optimizer",
-                  "scheduler", "imbalance", "amp_dtype", "early_stopping", "auto_augment")
+                  "scheduler", "imbalance", "amp_dtype", "early_stopping", "auto_augment",
+                  "interpolation")
 # Training augmentations that change the pixels (all 0 / 'none', off, by default); they apply
 # to the one random crop of the standard mode only.
 PIXEL_AUGMENTATION_FIELDS = ("color_jitter_brightness", "color_jitter_contrast",
@@ -73,10 +75,16 @@ class TrainConfig:
     weights: str = _model_default("weights")
     weights_file: str = _model_default("weights_file", "")
     finetune: str = _model_default("finetune")
+    # head_then_full: head_epochs with only the head learning, then the whole network with
+    # the backbone at lr * backbone_lr_factor (fastai's fine_tune)
+    head_epochs: int = _model_default("head_epochs", 1)
+    backbone_lr_factor: float = _model_default("backbone_lr_factor", 0.1)
     # crops: images are resized so the shorter side is resize_size, then cropped to crop_size
     crop_mode: str = _model_default("crop_mode")
     crop_strategy: str = _model_default("crop_strategy", "average_logits")
     resize_size: int = _model_default("resize_size")
+    # of every resize (antialiased): each model's weights' own, e.g. bicubic for EfficientNet
+    interpolation: str = _model_default("interpolation", "bilinear")
     crop_size: int = _model_default("crop_size")
     train_hflip: bool = _model_default("train_hflip")
     # standard crop: the random crop's share of the image area and its aspect-ratio range,
@@ -362,8 +370,24 @@ def _number_problems(config: TrainConfig) -> _Problems:
         ("max_steps_per_epoch", c.max_steps_per_epoch >= 0, "must not be negative"),
         ("seed", c.seed >= 0, "must not be negative"),
     )
-    return [(name, f"{message} (got {getattr(c, name)})") for name, ok, message in checks
-            if not ok]
+    problems = [(name, f"{message} (got {getattr(c, name)})") for name, ok, message in checks
+                if not ok]
+    return problems + _stage_problems(c)
+
+
+def _stage_problems(c: TrainConfig) -> _Problems:
+    """head_then_full's two fields, checked only in that mode (they are ignored otherwise)."""
+    if c.finetune != "head_then_full":
+        return []
+    problems: _Problems = []
+    if not 1 <= c.head_epochs < max(c.epochs, 1):
+        problems.append(("head_epochs", f"must be at least 1 and fewer than epochs ({c.epochs}), "
+                                        "so the whole network trains for at least one epoch "
+                                        f"(got {c.head_epochs})"))
+    if not 0.0 < c.backbone_lr_factor <= 1.0:
+        problems.append(("backbone_lr_factor", "must be more than 0 and at most 1 (got "
+                                               f"{c.backbone_lr_factor})"))
+    return problems
 
 
 def _augmentation_problems(config: TrainConfig) -> _Problems:

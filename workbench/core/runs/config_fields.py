@@ -122,7 +122,22 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
     FieldDescription(
         "finetune", "Fine-tune", "Which layers learn.",
         choices={"last_layer": "Last layer only (frozen backbone)",
-                 "full": "Whole network (full fine-tuning)"}),
+                 "full": "Whole network (full fine-tuning)",
+                 "head_then_full": "Head first, then the whole network (fastai's fine_tune)"}),
+    FieldDescription(
+        "head_epochs", "Head-only epochs",
+        "The first epochs train only the head on the frozen backbone (its BatchNorm kept as "
+        "it is); after them the whole network learns, the backbone at a lower rate.",
+        unit="epochs, at least 1 and fewer than the run's epochs",
+        applies=lambda c, x: c.finetune == "head_then_full",
+        applies_text="with head-first fine-tuning (finetune head_then_full)"),
+    FieldDescription(
+        "backbone_lr_factor", "Backbone lr factor",
+        "Once the whole network learns, the backbone's learning rate is the learning rate "
+        "times this factor; the head keeps the full rate.",
+        unit="factor, more than 0 and at most 1",
+        applies=lambda c, x: c.finetune == "head_then_full",
+        applies_text="with head-first fine-tuning (finetune head_then_full)"),
     # crops
     FieldDescription(
         "crop_mode", "Crop mode", "How each resized image becomes the model's input.",
@@ -139,6 +154,13 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "resize_size", "Resize shorter side to",
         "Images are resized so that their shorter side has this length, then cropped.",
         unit="pixels"),
+    FieldDescription(
+        "interpolation", "Resize interpolation",
+        "How pixels are interpolated when an image is resized (antialiased, as torchvision's "
+        "v2.Resize): for training, validation, the preview, prediction and exported models. "
+        "Each model's default is its ImageNet weights' own (bicubic for EfficientNet-B0 and "
+        "Swin-T).",
+        choices={"bilinear": "Bilinear", "bicubic": "Bicubic"}),
     FieldDescription(
         "crop_size", "Crop size",
         "The side of the square crops the model sees; it must fit inside the resized image.",

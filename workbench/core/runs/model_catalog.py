@@ -142,8 +142,8 @@ def model_facts(name: str) -> ModelFacts:
 
 def catalogue_defaults(name: str) -> dict[str, Any]:
     """The settings choosing torchvision model ``name`` sets: ImageNet weights, last-layer
-    fine-tuning, its weights' resize and crop, the reference random crop and its family's
-    recipe."""
+    fine-tuning, its weights' resize, interpolation and crop, the reference random crop and
+    its family's recipe."""
     facts = model_facts(name)
     return {**_IMAGENET_CROPS, "resize_size": facts.resize_size, "crop_size": facts.crop_size,
-            **RECIPES[facts.recipe]}
+            "interpolation": facts.interpolation, **RECIPES[facts.recipe]}

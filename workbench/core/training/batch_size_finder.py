@@ -20,6 +20,7 @@ are counted as they are saved, and a step that would keep more raises
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -129,10 +130,13 @@ class TrainingStepProbe:
         num_classes: size of the head.
         device: a resolved device name.
         memory_limit_bytes: the simulated limit of :class:`_SavedTensorMeter`; None for none.
+        count_saved: False steps without counting the tensors kept for backward (no hook per
+            saved tensor: a timed step is then exactly the run's step); the CPU peak
+            ``__call__`` returns is then 0.
     """
 
     def __init__(self, config: TrainConfig, num_classes: int, device: str,
-                 memory_limit_bytes: int | None = None) -> None:
+                 memory_limit_bytes: int | None = None, count_saved: bool = True) -> None:
         self.config = config
         self.device = device
         self.num_classes = num_classes
@@ -150,35 +154,50 @@ class TrainingStepProbe:
         channels = config.in_channels
         self.preparer = BatchPreparer((0.5,) * channels, (0.25,) * channels, device,
                                       channels_last)
-        self.meter = _SavedTensorMeter(memory_limit_bytes, list(self.model.parameters()))
+        self.meter = _SavedTensorMeter(memory_limit_bytes, list(self.model.parameters())) \
+            if count_saved or memory_limit_bytes is not None else None
         set_train_mode(self.model, config.finetune)
 
     def __call__(self, batch: int) -> int | None:
         """Run ``STEPS_PER_TRY`` steps at ``batch`` samples; the peak bytes of the device (CUDA)
         or of the tensors kept for backward (CPU)."""
-        size = self.config.crop_size
-        shape = (batch, self.crops) if self.crops > 1 else (batch,)
-        images = torch.randint(0, 256, (*shape, self.config.in_channels, size, size),
-                               dtype=torch.uint8)
-        labels = torch.randint(0, self.num_classes, (batch,))
+        images, labels = self.synthetic_batch(batch)
         on_cuda = self.device.startswith("cuda")
         if on_cuda:
             torch.cuda.reset_peak_memory_stats(self.device)
         peak = 0
         for _ in range(STEPS_PER_TRY):
-            self._step(images, labels)
-            peak = max(peak, self.meter.bytes)
+            self.train_step(images, labels)
+            peak = max(peak, self.meter.bytes if self.meter is not None else 0)
         if on_cuda:
             torch.cuda.synchronize(self.device)
             return int(torch.cuda.max_memory_allocated(self.device))
         return peak
 
-    def _step(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+    def synthetic_batch(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Random uint8 images of ``batch`` samples (each ``crops`` crops of the configured
+        size and channels), on the host as a loader yields them, and random labels."""
+        size = self.config.crop_size
+        shape = (batch, self.crops) if self.crops > 1 else (batch,)
+        images = torch.randint(0, 256, (*shape, self.config.in_channels, size, size),
+                               dtype=torch.uint8)
+        labels = torch.randint(0, self.num_classes, (batch,))
+        return images, labels
+
+    def train_step(self, images: torch.Tensor, labels: torch.Tensor) -> float:
+        """One training step as the engine takes it: to the device and normalised there,
+        forward under the run's precision, loss over the crops, backward, optimiser step.
+        Returns the loss (reading it waits for the device)."""
         # The order of the engine's step: the previous gradients live through this forward.
-        self.meter.reset()
+        meter = self.meter
+        if meter is not None:
+            meter.reset()
         inputs, targets = self.preparer(images, labels)
-        self.meter.add(inputs)
-        with torch.autograd.graph.saved_tensors_hooks(self.meter.add, _unpack):
+        hooks = (torch.autograd.graph.saved_tensors_hooks(meter.add, _unpack)
+                 if meter is not None else contextlib.nullcontext())
+        if meter is not None:
+            meter.add(inputs)
+        with hooks:
             with torch.autocast(self.device.split(":")[0], dtype=self.precision.dtype,
                                 enabled=self.precision.autocast):
                 logits = self.model(inputs)
@@ -188,7 +207,7 @@ class TrainingStepProbe:
         self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        loss.item()
+        return loss.item()
 
     def release(self) -> None:
         """Drop gradients (the optimiser state stays: a run holds it too)."""

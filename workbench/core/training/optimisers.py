@@ -1,29 +1,88 @@
-"""Optimiser and learning-rate schedule from the config (torchvision reference-script names).
+"""Optimiser, learning-rate schedule and fine-tuning stages from the config (torchvision
+reference-script names).
 
 Schedules step once an epoch, as the reference script's (its warm-up included).
+
+Fine-tune mode 'head_then_full' (fastai's ``fine_tune``) trains in two stages: for
+``head_epochs`` epochs only the head learns on the frozen backbone (its BatchNorm in eval mode,
+as 'last_layer'), then everything learns, the backbone at ``lr * backbone_lr_factor``. The
+optimiser is built once with two parameter groups (head, backbone), so the schedule and the
+optimiser's state run on across the switch; the stage follows from the epoch number alone, so
+a run resumed in either stage trains as the uninterrupted one would.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import torch
+from torch import nn
 
+from workbench.core.models.building import apply_finetune_mode, set_train_mode
+from workbench.core.models.heads import classifier_head
 from workbench.core.runs.config import TrainConfig
 
+HEAD_STAGE = "head"
+FULL_STAGE = "full"
+ParamsOrGroups = Iterable[torch.nn.Parameter] | Iterable[dict[str, Any]]
 
-def build_optimizer(
-    config: TrainConfig, params: Iterable[torch.nn.Parameter]
-) -> torch.optim.Optimizer:
+
+def finetune_stage(config: TrainConfig, epoch: int) -> str | None:
+    """The stage of 0-based ``epoch``: 'head' or 'full' with 'head_then_full', None with a
+    single-stage mode."""
+    if config.finetune != "head_then_full":
+        return None
+    return HEAD_STAGE if epoch < config.head_epochs else FULL_STAGE
+
+
+def stage_mode(config: TrainConfig, epoch: int) -> str:
+    """The single-stage fine-tune mode ``epoch`` trains like: 'last_layer' in the head stage,
+    'full' after it, the config's own mode otherwise."""
+    stage = finetune_stage(config, epoch)
+    if stage is None:
+        return config.finetune
+    return "last_layer" if stage == HEAD_STAGE else "full"
+
+
+def apply_finetune_stage(model: nn.Module, config: TrainConfig, epoch: int) -> str:
+    """Freeze or unfreeze ``model`` for ``epoch``'s stage and set its train mode (the frozen
+    backbone's BatchNorm and dropout in eval mode); returns the mode it trains like."""
+    mode = stage_mode(config, epoch)
+    apply_finetune_mode(model, mode)
+    set_train_mode(model, mode)
+    return mode
+
+
+def optimiser_params(model: nn.Module, config: TrainConfig) -> list[Any]:
+    """What ``build_optimizer`` gets for ``config``'s mode: the trainable parameters, or with
+    'head_then_full' two groups, the head at ``lr`` and the backbone at
+    ``lr * backbone_lr_factor`` (named 'head' and 'backbone'), every parameter trainable."""
+    params = apply_finetune_mode(model, config.finetune)
+    if config.finetune != "head_then_full":
+        return params
+    head_ids = {id(param) for param in classifier_head(model).parameters()}
+    head = [param for param in params if id(param) in head_ids]
+    backbone = [param for param in params if id(param) not in head_ids]
+    return [{"params": head, "lr": config.lr, "name": "head"},
+            {"params": backbone, "lr": config.lr * config.backbone_lr_factor,
+             "name": "backbone"}]
+
+
+def build_optimizer(config: TrainConfig, params: ParamsOrGroups) -> torch.optim.Optimizer:
     """SGD with momentum (the transfer-learning tutorial's choice) or AdamW.
+
+    ``params``: the parameters, or parameter groups (dicts, as ``optimiser_params`` gives for
+    'head_then_full') whose own ``lr`` overrides ``config.lr``.
 
     Both use torch's fused implementation (one kernel for every parameter) where the
     parameters allow it: the same update to within float rounding, and on a 2-core CPU
     half the time of the default per-tensor loop for ResNet18 (4.4 against 8.6 ms a step).
     """
     params = list(params)
-    fused = _can_fuse(params)
+    fused = _can_fuse([param for item in params for param in
+                       (item["params"] if isinstance(item, dict) else [item])])
     if config.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay,
                                  fused=fused)

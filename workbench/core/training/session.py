@@ -9,6 +9,7 @@ every step through the callback.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from pathlib import Path
@@ -25,11 +26,7 @@ from workbench.core.data.device_images import DeviceImageSet, load_device_images
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.devices.memory import free_device_memory, memory_total
 from workbench.core.devices.selection import device_display_name, environment_info, resolve_device
-from workbench.core.models.building import (
-    apply_finetune_mode,
-    build_model,
-    set_train_mode,
-)
+from workbench.core.models.building import build_model, set_train_mode
 from workbench.core.models.checkpoint_format import (
     CheckpointError,
     CheckpointSaveError,
@@ -57,7 +54,14 @@ from workbench.core.training.distributed import DistributedContext, set_epoch
 from workbench.core.training.early_stopping import early_stopping_for, kept_result_message
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
-from workbench.core.training.optimisers import build_optimizer, build_scheduler
+from workbench.core.training.optimisers import (
+    FULL_STAGE,
+    apply_finetune_stage,
+    build_optimizer,
+    build_scheduler,
+    finetune_stage,
+    optimiser_params,
+)
 from workbench.core.training.plan import plan_run
 from workbench.core.training.session_setup import (
     fit_to_training_set,
@@ -129,6 +133,9 @@ class TrainingSession:
         self._build_model_and_optimiser()
         if resume_state is not None:
             self._restore(resume_state)
+        # Frozen for the first epoch's stage before DistributedDataParallel sees the model:
+        # it syncs the gradients of the parameters that require one when it wraps them.
+        self._stage = self._enter_stage(self.start_epoch)
         self.train_model = self.dist.wrap(self.model, self.device)
         self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
         self.ctx = self._step_context()
@@ -156,8 +163,7 @@ class TrainingSession:
         self.model.to(self.device)
         if self.plan.channels_last:
             self.model.to(memory_format=torch.channels_last)
-        params = apply_finetune_mode(self.model, cfg.finetune)
-        self.optimizer = build_optimizer(cfg, params)
+        self.optimizer = build_optimizer(cfg, optimiser_params(self.model, cfg))
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.plan.precision.grad_scaler)
         self.head = split_backbone_head(self.model)[1]
@@ -208,7 +214,10 @@ class TrainingSession:
         best = Path(path).resolve().parent / BEST_MODEL
         self.best_model_path = str(best) if best.is_file() else ""
         self.last_checkpoint_path = str(Path(path).resolve())
-        self._say("info", f"Resuming from {path} after epoch {self.start_epoch}.")
+        stage = finetune_stage(self.config, self.start_epoch)
+        next_stage = {None: "", "head": "; the next epoch trains the head only",
+                      "full": "; the next epoch trains the whole network"}[stage]
+        self._say("info", f"Resuming from {path} after epoch {self.start_epoch}{next_stage}.")
 
     def _keep_images_on_device(self) -> DeviceImageSet | None:
         if not self.plan.images_on_device:
@@ -325,13 +334,41 @@ class TrainingSession:
         # Each epoch's randomness depends on (seed, epoch) only, so a resumed run matches.
         torch.manual_seed(cfg.seed + epoch)
         set_epoch(self.train_loader, epoch, cfg.seed)
-        set_train_mode(self.model, cfg.finetune)
+        stage = self._enter_stage(epoch)
+        if stage != self._stage:
+            self._stage = stage
+            self._rewrap_for_new_stage(epoch)
         weights = getattr(self.pipeline.train_loader.sampler, "weights", None)
         source = self.sources.train_epoch(
             self.train_loader, cfg.seed, epoch, cfg.batch_size,
             weights if isinstance(weights, torch.Tensor) else None)
         forward, prepare = self._forward_and_prepare(source, self.train_model)
         return run_training_steps(self.ctx, source.batches, source.steps, forward, prepare)
+
+    def _enter_stage(self, epoch: int) -> str | None:
+        """Freeze or unfreeze for ``epoch``'s fine-tuning stage and set each layer's train
+        mode; the stage ('head', 'full'), None with a single-stage mode."""
+        if finetune_stage(self.config, epoch) is None:
+            set_train_mode(self.model, self.config.finetune)
+            return None
+        apply_finetune_stage(self.model, self.config, epoch)
+        return finetune_stage(self.config, epoch)
+
+    def _rewrap_for_new_stage(self, epoch: int) -> None:
+        """The backbone has just been unfrozen: under torchrun wrap the model again, as
+        DistributedDataParallel syncs only the parameters that required a gradient when it
+        wrapped them (the old wrapper goes first, taking its gradient hooks with it)."""
+        if self._stage == FULL_STAGE:
+            groups = {group.get("name"): group["lr"] for group in self.optimizer.param_groups}
+            self._say("info", f"Epoch {epoch + 1}: the backbone is unfrozen and the whole "
+                              f"network learns (head lr {groups.get('head', 0.0):.3g}, backbone "
+                              f"lr {groups.get('backbone', 0.0):.3g}).")
+        if not self.dist.enabled:
+            return
+        self.ctx.model = self.train_model = None  # type: ignore[assignment]
+        gc.collect()
+        self.train_model = self.dist.wrap(self.model, self.device)
+        self.ctx.model = self.train_model
 
     def _evaluate(self) -> EvalResult:
         self.model.eval()
@@ -377,7 +414,8 @@ class TrainingSession:
                 self.scaler if self.plan.precision.autocast else None,
                 number, self.best_val_accuracy, self.best_epoch, self.scan.class_names,
                 self.config, self.best_val_loss,
-                self.early_stopping.state_dict() if self.early_stopping else None))
+                self.early_stopping.state_dict() if self.early_stopping else None,
+                finetune_stage=self._stage))
             self.last_checkpoint_path = str(self.run_dir / LAST_CHECKPOINT)
         self.epochs_completed = number
         # Every process's failed images count; gathered before the barrier, so that the

@@ -79,7 +79,8 @@ def uncached_share(samples: list[tuple[str, int]], config: TrainConfig, cache_di
     missing = 0
     for path, _ in probed:
         try:
-            found = any(cache_path(path, size, grayscale, cache_dir, upscale=upscale).is_file()
+            found = any(cache_path(path, size, grayscale, cache_dir, upscale=upscale,
+                                   interpolation=config.interpolation).is_file()
                         for size, upscale in sizes)
         except OSError:
             found = False  # gone since the scan: it will be reported when it is read

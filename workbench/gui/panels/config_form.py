@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
@@ -41,8 +42,10 @@ from workbench.gui.widgets.model_facts_label import ModelFactsLabel
 
 # (group title, fields); labels, tooltips and choices come from config_fields.
 _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Model", ("model", "weights", "weights_file", "finetune")),
-    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "crop_size", "crop_scale_min",
+    ("Model", ("model", "weights", "weights_file", "finetune", "head_epochs",
+               "backbone_lr_factor")),
+    ("Crops", ("crop_mode", "crop_strategy", "resize_size", "interpolation", "crop_size",
+               "crop_scale_min",
                "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip")),
     ("Augmentation (training only)", (
         "color_jitter_brightness", "color_jitter_contrast", "color_jitter_saturation",
@@ -57,6 +60,9 @@ _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Faults", ("max_failed_images", "loader_timeout", "oom_retry_smaller_batch")),
     ("Reproducibility and output", ("seed", "deterministic", "output_dir", "run_name")),
 )
+# Rows shown only while the settings use them (the other fields grey out instead): the
+# stages of head-first fine-tuning mean nothing to the other modes.
+_HIDDEN_UNLESS_USED = frozenset({"head_epochs", "backbone_lr_factor"})
 
 # How each field is edited; booleans get a check box and choice fields a combo box by type.
 _NUMBER_EDITORS: dict[str, dict[str, object]] = {
@@ -78,6 +84,7 @@ _NUMBER_EDITORS: dict[str, dict[str, object]] = {
     "mixup_alpha": {"decimals": 3, "step": 0.1},
     "cutmix_alpha": {"decimals": 3, "step": 0.1},
     "label_smoothing": {"decimals": 3, "step": 0.05},
+    "backbone_lr_factor": {"decimals": 4, "step": 0.05},
 }
 _TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
     "weights_file": ("a state_dict .pt file", True),
@@ -125,6 +132,7 @@ class ConfigForm(QWidget):
         self._bindings = _make_bindings()
         self._rows: dict[str, FieldRow] = {}
         self._labels: dict[str, QLabel] = {}
+        self._forms: dict[str, QFormLayout] = {}  # field -> the group's form holding its row
         self._other_problems = QLabel(self)
         self._other_problems.setObjectName("formProblems")
         self._other_problems.setProperty("role", "error")
@@ -139,6 +147,12 @@ class ConfigForm(QWidget):
         self.cache_status = ImageCacheStatus(self)
         # Under the model choice: the chosen model's ImageNet figures, crop and recipe.
         self.model_facts = ModelFactsLabel(self)
+        # Beside the model choice; the window opens the model picker with it.
+        self.compare_models_button = QPushButton("Compare\u2026", self)
+        self.compare_models_button.setObjectName("compareModelsButton")
+        self.compare_models_button.setToolTip(
+            "Every model side by side: ImageNet accuracy, size and cost, and measured on this "
+            "machine, training images/s, latency and (on a GPU) memory and the largest batch.")
         # The window connects it to the learning-rate finder; it sits under the lr field.
         self.find_lr_button = QPushButton("Find learning rate\u2026", self)
         self.find_lr_button.setObjectName("findLrButton")
@@ -195,6 +209,10 @@ class ConfigForm(QWidget):
     def field_applies(self, field: str) -> bool:
         """Whether the current settings, device and dataset use ``field``."""
         return applies(field, self._config, self._context)
+
+    def field_shown(self, field: str) -> bool:
+        """Whether ``field``'s row is on the form (head-first fields only in that mode)."""
+        return self._forms[field].isRowVisible(self._rows[field])
 
     def problems(self) -> list[str]:
         """Every problem ``TrainConfig.validate()`` reports for the current config."""
@@ -287,6 +305,8 @@ class ConfigForm(QWidget):
             row.setEnabled(enabled)
             if field in self._labels:
                 self._labels[field].setEnabled(enabled)
+            if field in _HIDDEN_UNLESS_USED:
+                self._forms[field].setRowVisible(row, enabled)
 
     # ------------------------------------------------------------------ helpers
     def _build_layout(self) -> None:
@@ -301,9 +321,12 @@ class ConfigForm(QWidget):
             for field in fields:
                 row = FieldRow(self._bindings[field], group)
                 row.setObjectName(f"field_{field}")
+                if field == "model":
+                    _put_beside_editor(row, self.compare_models_button)
                 row.set_help(help_text(field, getattr(defaults, field), list_values=False,
                                        per_model=defaults_by_model(field)))
                 self._rows[field] = row
+                self._forms[field] = form
                 if isinstance(self._bindings[field], CheckBinding):
                     form.addRow("", row)  # the check box carries the label
                 else:
@@ -326,3 +349,16 @@ class ConfigForm(QWidget):
         assert isinstance(binding, TextBinding) and binding.browse_button is not None
         return binding.browse_button
 
+
+
+def _put_beside_editor(row: FieldRow, button: QPushButton) -> None:
+    """``button`` on the line of ``row``'s editor, right of it; the problem text stays below."""
+    editor = row.binding.widget
+    layout = row.layout()
+    index = layout.indexOf(editor)
+    layout.removeWidget(editor)
+    line = QHBoxLayout()
+    line.setContentsMargins(0, 0, 0, 0)
+    line.addWidget(editor, 1)
+    line.addWidget(button)
+    layout.insertLayout(index, line)

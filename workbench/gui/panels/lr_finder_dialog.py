@@ -127,7 +127,8 @@ class LrFinderDialog(QDialog):
             f"{config.finetune.replace('_', ' ')} fine-tuning), {config.optimizer}, batch "
             f"{config.batch_size}, on {config.device}: {steps} training steps on your images "
             f"with the lr growing exponentially from {format_lr(START_LR)} to "
-            f"{format_lr(END_LR)}. The model and optimiser are put back afterwards.")
+            f"{format_lr(END_LR)}.{_stage_note(config)} The model and optimiser are put back "
+            "afterwards.")
         self.progress.setRange(0, steps)
         self.progress.setValue(0)
         self.result_label.setText("Preparing the data and the model\u2026")
@@ -299,3 +300,11 @@ class LrFinderDialog(QDialog):
         layout.addWidget(self.result_label)
         layout.addWidget(self.error_label)
         layout.addLayout(buttons)
+
+
+def _stage_note(config: TrainConfig) -> str:
+    """What the sweep tries with head-first fine-tuning: the network of its second stage."""
+    if config.finetune != "head_then_full":
+        return ""
+    return (" It sweeps the whole network as it trains after the head-only epochs: every "
+            f"layer learns, the backbone at {config.backbone_lr_factor:g} times the lr shown.")

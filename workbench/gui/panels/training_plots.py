@@ -15,6 +15,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QShowEvent
@@ -35,6 +36,10 @@ TITLE_SIZE = "9pt"
 TITLE_ROW_HEIGHT = 22
 TITLE_X = 40  # past the left axis's tick labels
 CPU_MEMORY_NOTE = "CPU: no GPU memory"
+# A y range is narrowed again only when the data fill less than this share of it.
+SHRINK_BELOW = 0.4
+# Room left above the highest point, so that it is not drawn on the frame.
+HEADROOM = 1.05
 MINIMUM_PLOT_HEIGHT = 150  # below this a plot is a stripe, not a chart (DESIGN targets)
 _MEMORY_CURVES = (("memory_allocated", "allocated"), ("memory_reserved", "reserved"),
                   ("memory_peak", "peak"), ("process_rss", "process RSS"))
@@ -44,6 +49,9 @@ _MEMORY_CURVES = (("memory_allocated", "allocated"), ("memory_reserved", "reserv
 class _Curve:
     buffer: RingBuffer
     item: pg.PlotDataItem
+    plot: pg.PlotItem
+    # Lowest and highest finite y of the points last drawn; None when there are none.
+    y_bounds: tuple[float, float] | None = None
 
 
 @dataclass
@@ -107,10 +115,10 @@ class TrainingPlots(QWidget):
         self._update_starving()
         for plot in self._plots():
             # Empty curves leave the axes where the previous run had them: show a neutral
-            # range until new points arrive (auto-range takes over from there).
-            fixed_y = plot is self.data_wait_plot  # always 0-100 %
+            # range until new points arrive (y then grows to round bounds that hold them).
+            fixed_y = plot in (self.accuracy_plot, self.data_wait_plot)  # always 0-100 %
             plot.setRange(xRange=(0, 1), yRange=None if fixed_y else (0, 1), padding=0)
-            plot.enableAutoRange(axis="x" if fixed_y else "xy", enable=True)
+            plot.enableAutoRange(axis="x", enable=True)
         self.flush()
 
     def set_run_start(self, event: RunStart) -> None:
@@ -200,11 +208,41 @@ class TrainingPlots(QWidget):
         if not force and not self.isVisible():
             return  # buffers keep their changed flags; showEvent redraws
         self._update_starving()
+        changed_plots: list[pg.PlotItem] = []
         for curve in self._curves.values():
             if curve.buffer.changed:
                 curve.buffer.changed = False
-                curve.item.setData(*curve.buffer.data())
+                xs, ys = curve.buffer.data()
+                curve.item.setData(xs, ys)
+                finite = ys[np.isfinite(ys)]
+                curve.y_bounds = (float(finite.min()), float(finite.max())) if finite.size \
+                    else None
                 self._redraws += 1
+                if curve.plot not in changed_plots:
+                    changed_plots.append(curve.plot)
+        for plot in changed_plots:
+            self._fit_y_range(plot)
+
+    def _fit_y_range(self, plot: pg.PlotItem) -> None:
+        """Keep ``plot``'s y range while its drawn points fit in it; move it, to a round
+        bound, only when they leave it or fill less than ``SHRINK_BELOW`` of it. Following
+        every new maximum (pyqtgraph's auto-range) relabels the axis and repaints the whole
+        canvas on most refreshes; on a busy machine those paints made the window late."""
+        if plot in (self.accuracy_plot, self.data_wait_plot):
+            return  # always 0-100 %
+        bounds = [curve.y_bounds for curve in self._curves.values()
+                  if curve.plot is plot and curve.y_bounds is not None
+                  and curve.item.isVisible()]
+        if plot is self.memory_plot and self.total_memory_line.isVisible():
+            total = float(self.total_memory_line.value())
+            bounds.append((total, total))
+        if not bounds:
+            return
+        data = (min(low for low, _ in bounds), max(high for _, high in bounds))
+        current = tuple(plot.viewRange()[1])
+        wanted = sticky_y_range((current[0], current[1]), data)
+        if wanted != current:
+            plot.setYRange(*wanted, padding=0)
 
     def _update_starving(self) -> None:
         """Red band and words only while the recent steps wait too long for data."""
@@ -269,6 +307,8 @@ class TrainingPlots(QWidget):
             # Relabelling an axis on every range change (SI prefixes) costs a layout pass.
             plot.getAxis(axis).enableAutoSIPrefix(False)
         plot.setMinimumHeight(MINIMUM_PLOT_HEIGHT)
+        plot.setYRange(0, 1, padding=0)  # grows to the data in _fit_y_range
+        plot.enableAutoRange(axis="y", enable=False)
         return plot
 
     def _add_curve(self, plot: pg.PlotItem, name: str, label: str, pen: object,
@@ -277,7 +317,7 @@ class TrainingPlots(QWidget):
         item = plot.plot(pen=pen, symbol=symbol, symbolSize=7,
                          symbolBrush=pg.mkPen(pen).color() if symbol else None,
                          symbolPen=None, connect="finite")
-        self._curves[name] = _Curve(RingBuffer(capacity), item)
+        self._curves[name] = _Curve(RingBuffer(capacity), item, plot)
         if legend:
             self._titles[id(plot)].entries.append(_legend_entry(item, label))
 
@@ -298,6 +338,7 @@ class TrainingPlots(QWidget):
                         pg.mkPen("#ff7f0e", width=2), EPOCH_CAPACITY, "o")
         self._add_curve(plot, "accuracy_val_epoch", "val",
                         pg.mkPen("#2ca02c", width=2), EPOCH_CAPACITY, "s")
+        plot.setYRange(0, 100, padding=0)
 
     def _make_memory_curves(self) -> None:
         plot = self.memory_plot
@@ -333,6 +374,33 @@ class TrainingPlots(QWidget):
         plot.setYRange(0, 100, padding=0)
         plot.enableAutoRange(axis="y", enable=False)
         plot.setMouseEnabled(y=False)
+
+
+def round_bound(value: float) -> float:
+    """The smallest of 1, 2, 2.5 or 5 times a power of ten that is >= ``value`` (> 0)."""
+    if not value > 0 or not math.isfinite(value):
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    for mantissa in (1.0, 2.0, 2.5, 5.0, 10.0):
+        bound = mantissa * power
+        if bound >= value * (1 - 1e-12):
+            return bound
+    return 10.0 * power
+
+
+def sticky_y_range(current: tuple[float, float], data: tuple[float, float]
+                   ) -> tuple[float, float]:
+    """The y range to show ``data`` (lowest, highest finite y) in: ``current`` while the data
+    fit in it and fill at least ``SHRINK_BELOW`` of its height above zero; otherwise from 0
+    (or a round bound below a negative lowest) to a round bound above the highest, with
+    ``HEADROOM``."""
+    low, high = data
+    fits = current[0] <= low and high <= current[1]
+    if fits and high >= SHRINK_BELOW * current[1]:
+        return current
+    bottom = 0.0 if low >= 0 else -round_bound(-low * HEADROOM)
+    top = round_bound(high * HEADROOM) if high > 0 else 1.0
+    return bottom, top
 
 
 def _legend_entry(item: pg.PlotDataItem, label: str) -> tuple[str, str, str]:

@@ -39,6 +39,7 @@ from workbench.gui.window.device_tools import DeviceTools
 from workbench.gui.window.help_menu import HelpMenu
 from workbench.gui.window.lr_finder_action import LrFinderAction
 from workbench.gui.window.main_window_layout import build_main_layout
+from workbench.gui.window.model_picker_action import ModelPickerAction
 from workbench.gui.window.preflight_controller import PreflightController
 from workbench.gui.window.run_follow_controller import RunFollowController
 from workbench.gui.window.run_views import RunViews
@@ -110,6 +111,7 @@ class MainWindow(QMainWindow):
         self.after_training = AfterTrainingTabs(self)
         self.lr_finder = LrFinderAction(self)
         self.device_tools = DeviceTools(self)
+        self.model_picker = ModelPickerAction(self)
         self.preflight = PreflightController(self, start_now=build_now)
 
         self.preview_panel.preview_failed.connect(self._on_preview_failed)
@@ -308,6 +310,7 @@ class MainWindow(QMainWindow):
                 return
         self.device_tools.cancel()
         self.lr_finder.cancel()
+        self.model_picker.cancel()
         self.preflight.cancel()
         self._settings.save(self.config_form.config(), self.recent_folders(), self)
         event.accept()

@@ -6,7 +6,8 @@ The model's weights and the optimiser's state (momentum buffers, lr) are saved b
 back after, so the test changes nothing a later run starts from. The steps run in the run's
 own train mode (``set_train_mode``): with last-layer fine-tuning the frozen backbone's
 BatchNorm keeps its running statistics, as in training, so the sweep tries the network the
-run will train.
+run will train. With 'head_then_full' the sweep tries the network as it trains after the head
+epochs: every layer learning, the backbone at ``backbone_lr_factor`` times the swept lr.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def lr_range_test(
 
     Args:
         model: the model, on the device the batches are on.
-        optimizer: its optimiser; every parameter group gets the step's lr.
+        optimizer: its optimiser; every parameter group gets the step's lr times its own
+            share of the largest group's lr (1 for one group; the backbone's factor with
+            'head_then_full'), and the swept lr is the largest group's.
         batches: ``(inputs, labels)`` ready for the model; cycled when shorter than ``steps``.
         loss_function: ``(outputs, labels) -> scalar loss``.
         start_lr, end_lr, steps: the exponential schedule.
@@ -87,6 +90,8 @@ def lr_range_test(
     saved_model = copy.deepcopy(model.state_dict())
     saved_optimizer = copy.deepcopy(optimizer.state_dict())
     was_training = model.training
+    top = max(group["lr"] for group in optimizer.param_groups)
+    shares = [group["lr"] / top if top > 0 else 1.0 for group in optimizer.param_groups]
     lrs: list[float] = []
     losses: list[float] = []
     stopped_early = False
@@ -99,8 +104,8 @@ def lr_range_test(
                 stopped_early = True
                 break
             lr = start_lr * (end_lr / start_lr) ** (step / (steps - 1))
-            for group in optimizer.param_groups:
-                group["lr"] = lr
+            for group, share in zip(optimizer.param_groups, shares, strict=True):
+                group["lr"] = lr * share
             inputs, labels = next(source)
             loss = loss_function(model(inputs), labels)
             optimizer.zero_grad(set_to_none=True)
@@ -173,8 +178,8 @@ def find_lr_for_config(
     from workbench.core.data.data_pipeline import build_data_pipeline
     from workbench.core.data.multicrop import multicrop_loss
     from workbench.core.devices.selection import resolve_device
-    from workbench.core.models.building import apply_finetune_mode, build_model
-    from workbench.core.training.optimisers import build_optimizer
+    from workbench.core.models.building import build_model
+    from workbench.core.training.optimisers import build_optimizer, optimiser_params
     from workbench.core.training.session_setup import scan_for_training, seed_everything
 
     device = resolve_device(config.device)
@@ -182,7 +187,7 @@ def find_lr_for_config(
     scan = scan_for_training(config)
     pipeline = build_data_pipeline(config.replace(workers=0), scan, device)
     model = build_model(config, len(scan.class_names)).to(device)
-    optimizer = build_optimizer(config, apply_finetune_mode(model, config.finetune))
+    optimizer = build_optimizer(config, optimiser_params(model, config))
     preparer = BatchPreparer(pipeline.mean, pipeline.std, device, channels_last=False)
     crops = pipeline.crops_per_sample
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # Settings often change in bursts (a spin box held down); one request per burst is enough.
 DEBOUNCE_MS = 30
 # The settings a preview depends on; changing any other (lr, epochs...) keeps the preview.
-PREVIEW_FIELDS = ("crop_mode", "resize_size", "crop_size", "train_hflip", "model",
+PREVIEW_FIELDS = ("crop_mode", "resize_size", "interpolation", "crop_size", "train_hflip", "model",
                   "crop_scale_min", "crop_scale_max", "crop_ratio_min", "crop_ratio_max",
                   "color_jitter_brightness", "color_jitter_contrast", "color_jitter_saturation",
                   "color_jitter_hue", "rotation_degrees", "auto_augment", "rand_augment_num_ops",

@@ -3,21 +3,22 @@
 ``python -m workbench.bench.model_table [--device cuda] [--crop 224] [--batch 32] [--steps 10]
 [--budget-s 150] [--models a,b] [-o FILE.json]``
 
-Each model (random weights, a 4-class head, its own recipe's optimiser, the whole network
-trained) steps on synthetic tensors already on the device, with the precision the card gets
-by default (bf16 or fp16 autocast where the card supports it, float32 on a CPU) and
-channels_last on CUDA, as a run would. After one warm-up step, ``--steps`` steps are timed;
-peak memory is CUDA's peak allocated during them (none on a CPU). A model that runs out of
-memory gets a row saying so. When the next model would not fit in what is left of
-``--budget-s`` (judged by the slowest model so far), it and the rest are skipped with a note.
-``-o`` writes the rows to JSON and the table, as Markdown, beside it (``.md``); the rows are
-written after every model, so a run stopped from outside still leaves what it measured.
+Each model is measured by :func:`~workbench.core.training.tuning.model_measurement.measure_model`
+(what the model picker's *Measure on this machine* runs): random weights, its own recipe's
+optimiser, the whole network learning (``finetune full``), the run's own training step on a
+synthetic batch with the precision the card gets by default (bf16 or fp16 autocast where the
+card supports it, float32 on a CPU), one warm-up step and ``--steps`` timed ones, CUDA's peak
+allocated memory over them (none on a CPU), and the median batch-1 latency. A model that runs
+out of memory or cannot take the crop gets a row saying so. When the next model would not fit
+in what is left of ``--budget-s`` (judged by the slowest model so far), it and the rest are
+skipped with a note. ``-o`` writes the rows to JSON and the table, as Markdown, beside it
+(``.md``); the rows are written after every model, so a run stopped from outside still leaves
+what it measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import time
@@ -27,19 +28,15 @@ from pathlib import Path
 
 import torch
 
-from workbench.bench.training_benchmark import ModelOnlyTrainer
 from workbench.core.devices.selection import resolve_device
-from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.model_catalog import MODEL_NAMES, SMALL_CNN, model_facts
-from workbench.core.runs.model_defaults import defaults_for
-
-RECIPE_FIELDS = ("optimizer", "lr", "momentum", "weight_decay")
+from workbench.core.training.tuning.model_measurement import measure_model, measurement_settings
 
 
 @dataclass(frozen=True)
 class ModelRow:
     """One model's figures; ``images_per_second`` is None where it was not measured, and
-    ``note`` says why (out of memory, skipped for the budget, an error)."""
+    ``note`` says why (out of memory, skipped for the budget, the crop does not fit)."""
 
     model: str
     family: str
@@ -48,50 +45,28 @@ class ModelRow:
     crop: int
     images_per_second: float | None
     peak_memory_gib: float | None
+    latency_ms: float | None
     seconds: float
     note: str = ""
 
 
-def model_config(name: str, device: str, crop: int, batch: int) -> TrainConfig:
-    """``name`` with random weights and its recipe's optimiser, trained whole, at ``crop``."""
-    recipe = {key: value for key, value in defaults_for(name).items() if key in RECIPE_FIELDS}
-    return TrainConfig(model=name, weights="none", finetune="full", crop_mode="standard",
-                       resize_size=crop, crop_size=crop, batch_size=batch, device=device,
-                       amp=True, channels_last=True, scheduler="none", **recipe)
-
-
-def measure_model(name: str, device: str, crop: int, batch: int, steps: int) -> ModelRow:
-    """Train ``name`` for ``steps`` timed steps on synthetic tensors; its row."""
+def measure_one(name: str, device: str, crop: int, batch: int, steps: int) -> ModelRow:
+    """``name`` trained whole for ``steps`` timed steps; its row."""
     family = "small_cnn" if name == SMALL_CNN else model_facts(name).family
-    config = model_config(name, device, crop, batch)
-    on_cuda = device.startswith("cuda")
+    settings = measurement_settings(name, batch_size=batch, crop_size=crop, amp=True,
+                                    finetune="full", device=device)
     started = time.perf_counter()
-    trainer = None
-    precision = "float32"
     try:
-        trainer = ModelOnlyTrainer(config)
-        precision = trainer.precision.label
-        trainer.seconds(0)  # the warm-up step (cuDNN's choices, first allocations)
-        if on_cuda:
-            torch.cuda.synchronize(device)
-            torch.cuda.reset_peak_memory_stats(device)
-        seconds = trainer.seconds(steps)
-        peak = torch.cuda.max_memory_allocated(device) / 2**30 if on_cuda else None
-        return ModelRow(name, family, precision, batch, crop, steps * batch / seconds, peak,
-                        time.perf_counter() - started)
-    except torch.cuda.OutOfMemoryError:
-        return ModelRow(name, family, precision, batch, crop, None, None,
-                        time.perf_counter() - started, f"out of memory at batch {batch}")
-    except (RuntimeError, ValueError) as exc:
-        text = str(exc).strip().splitlines()
-        return ModelRow(name, family, precision, batch, crop, None, None,
-                        time.perf_counter() - started,
-                        f"failed: {type(exc).__name__}: {text[0] if text else ''}")
-    finally:
-        del trainer
-        gc.collect()
-        if on_cuda:
-            torch.cuda.empty_cache()
+        measured = measure_model(settings, warmup_steps=1, timed_steps=steps,
+                                 find_largest=False)
+    except ValueError as exc:  # the model cannot take this crop, in its own words
+        return ModelRow(name, family, "", batch, crop, None, None, None,
+                        time.perf_counter() - started, f"failed: {exc}")
+    assert measured is not None  # nothing asks it to stop
+    peak = measured.peak_memory_bytes
+    return ModelRow(name, family, measured.precision, batch, crop,
+                    measured.train_images_per_second, None if peak is None else peak / 2**30,
+                    measured.latency_ms, time.perf_counter() - started, measured.error)
 
 
 def measure_models(models: Sequence[str], device: str, crop: int, batch: int, steps: int,
@@ -108,10 +83,10 @@ def measure_models(models: Sequence[str], device: str, crop: int, batch: int, st
             rest = list(models[index:])
             note = (f"skipped: {left:.0f} s of the {budget_s:g} s budget left, and a model "
                     f"took up to {slowest:.0f} s")
-            rows += [ModelRow(model, "", "", batch, crop, None, None, 0.0, note)
+            rows += [ModelRow(model, "", "", batch, crop, None, None, None, 0.0, note)
                      for model in rest]
             break
-        row = measure_model(name, device, crop, batch, steps)
+        row = measure_one(name, device, crop, batch, steps)
         slowest = max(slowest, row.seconds)
         rows.append(row)
         if on_row is not None:
@@ -124,12 +99,13 @@ def measure_models(models: Sequence[str], device: str, crop: int, batch: int, st
 def table(rows: Sequence[ModelRow]) -> str:
     """The rows as a Markdown table."""
     lines = ["| model | family | precision | batch | crop | training images/s | peak memory | "
-             "note |", "|" + " --- |" * 8]
+             "batch-1 latency | note |", "|" + " --- |" * 9]
     for row in rows:
         speed = "-" if row.images_per_second is None else f"{row.images_per_second:,.1f}"
         peak = "-" if row.peak_memory_gib is None else f"{row.peak_memory_gib:.2f} GiB"
+        latency = "-" if row.latency_ms is None else f"{row.latency_ms:.1f} ms"
         lines.append(f"| {row.model} | {row.family} | {row.precision} | {row.batch} | "
-                     f"{row.crop} | {speed} | {peak} | {row.note} |")
+                     f"{row.crop} | {speed} | {peak} | {latency} | {row.note} |")
     return "\n".join(lines)
 
 

@@ -50,9 +50,13 @@ class ModelRow:
     note: str = ""
 
 
+def _family(name: str) -> str:
+    return "small_cnn" if name == SMALL_CNN else model_facts(name).family
+
+
 def measure_one(name: str, device: str, crop: int, batch: int, steps: int) -> ModelRow:
     """``name`` trained whole for ``steps`` timed steps; its row."""
-    family = "small_cnn" if name == SMALL_CNN else model_facts(name).family
+    family = _family(name)
     settings = measurement_settings(name, batch_size=batch, crop_size=crop, amp=True,
                                     finetune="full", device=device)
     started = time.perf_counter()
@@ -81,9 +85,10 @@ def measure_models(models: Sequence[str], device: str, crop: int, batch: int, st
         left = budget_s - (time.perf_counter() - started)
         if left <= slowest:
             rest = list(models[index:])
-            note = (f"skipped: {left:.0f} s of the {budget_s:g} s budget left, and a model "
-                    f"took up to {slowest:.0f} s")
-            rows += [ModelRow(model, "", "", batch, crop, None, None, None, 0.0, note)
+            note = (f"skipped: {max(left, 0):.0f} s of the {budget_s:g} s budget left, and a "
+                    f"model took up to {slowest:.0f} s")
+            rows += [ModelRow(model, _family(model), "", batch, crop, None, None, None, 0.0,
+                              note)
                      for model in rest]
             break
         row = measure_one(name, device, crop, batch, steps)

@@ -140,8 +140,9 @@ class _Exports(dict):
     def __missing__(self, family: str) -> FamilyExport:
         name, build, crop = FAMILIES[family]
         model = _trained_looking(build)
+        # Bicubic, not the default, so that a file carrying the default would be caught.
         config = TrainConfig(model=name, weights="none", crop_mode="standard",
-                             resize_size=crop + 8, crop_size=crop)
+                             resize_size=crop + 8, crop_size=crop, interpolation="bicubic")
         self[family] = FamilyExport(
             model, config,
             export_torchscript(model, CLASSES, config, self.folder / f"{family}.pt",
@@ -187,8 +188,8 @@ def test_torchscript_export_of_each_family_is_scripted_verified_and_self_describ
     assert exported.class_names == CLASSES
     info = exported.preprocessing
     assert info["model"] == done.config.model and info["export_method"] == "script"
-    assert (info["resize_size"], info["crop_size"]) == (done.config.resize_size,
-                                                        done.config.crop_size)
+    assert (info["resize_size"], info["crop_size"], info["interpolation"]) == (
+        done.config.resize_size, done.config.crop_size, "bicubic")
     assert info["mean"] == pytest.approx(MEAN) and info["std"] == pytest.approx(STD)
     images = _new_images(done.config.crop_size)
     with torch.no_grad():
@@ -209,8 +210,8 @@ def test_onnx_export_of_each_family_is_verified_and_self_describing(
     assert exported.class_names == CLASSES
     info = exported.preprocessing
     assert info["model"] == done.config.model and info["opset"] == 18
-    assert (info["resize_size"], info["crop_size"]) == (done.config.resize_size,
-                                                        done.config.crop_size)
+    assert (info["resize_size"], info["crop_size"], info["interpolation"]) == (
+        done.config.resize_size, done.config.crop_size, "bicubic")
     assert info["mean"] == pytest.approx(MEAN) and info["std"] == pytest.approx(STD)
     images = _new_images(done.config.crop_size)
     logits = exported.module(images)

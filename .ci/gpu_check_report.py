@@ -1,7 +1,7 @@
 """Helper of ``.ci/gpu-check``: the device description, then one JSON file and a summary.
 
     python .ci/gpu_check_report.py device DEVICE_JSON
-    python .ci/gpu_check_report.py report OUT_DIR INSTALL_RC TESTS_RC BENCH_RC SECONDS
+    python .ci/gpu_check_report.py report OUT_DIR INSTALL_RC TESTS_RC BENCH_RC SECONDS TABLE_RC
 """
 
 from __future__ import annotations
@@ -92,6 +92,9 @@ def summary_lines(document: dict) -> list[str]:
         f"ResNet18 five-crop end-to-end: {images}; peak memory {peak}; largest batch (AMP) "
         f"{batch} samples",
         *[f"  {what}: {ratio}x" for what, ratio in figures.get("precision_layout", {}).items()],
+        f"model table (training images/s and peak memory at 224 px): "
+        f"{_status(document['model_table_exit'])}",
+        *document.get("model_table_text", "").splitlines(),
         f"total {document['seconds']} s",
         "README 'Verified on' row:",
         f"| {device['gpu']} | {device.get('driver')} | {device['torch']} | {images} | {peak} "
@@ -100,17 +103,22 @@ def summary_lines(document: dict) -> list[str]:
     return lines
 
 
-def report(out_dir: Path, install_rc: int, tests_rc: int, bench_rc: int, seconds: int) -> int:
+def report(out_dir: Path, install_rc: int, tests_rc: int, bench_rc: int, seconds: int,
+           table_rc: int = 0) -> int:
     device = json.loads((out_dir / "device.json").read_text())
+    table_file, table_text = out_dir / "model-table.json", out_dir / "model-table.md"
     bench_file = out_dir / "bench.json"
     bench = json.loads(bench_file.read_text()) if bench_file.is_file() else {}
     document = {
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
         "status": "no_cuda" if not device["cuda"] else
-        "passed" if (tests_rc, bench_rc) == (0, 0) else "failed",
+        "passed" if (tests_rc, bench_rc, table_rc) == (0, 0, 0) else "failed",
         "seconds": seconds, "device": device, "install_exit": install_rc,
         "tests_exit": tests_rc, "tests": test_counts(out_dir / "cuda-tests.xml"),
         "bench_exit": bench_rc, "figures": bench_figures(bench), "bench": bench,
+        "model_table_exit": table_rc,
+        "model_table": json.loads(table_file.read_text()) if table_file.is_file() else {},
+        "model_table_text": table_text.read_text() if table_text.is_file() else "",
     }
     lines = summary_lines(document)
     (out_dir / "gpu-check.json").write_text(json.dumps(document, indent=2) + "\n")
@@ -125,4 +133,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "device":
         Path(sys.argv[2]).write_text(json.dumps(describe_device(), indent=2))
         sys.exit(0)
-    sys.exit(report(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:7])))
+    sys.exit(report(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:8])))

@@ -104,3 +104,31 @@ def test_precision_and_layout_rows_compare_each_variant_with_float32():
         assert row.target is None and row.unit == "img/s"
         assert row.workbench > 0 and row.baseline > 0
         assert row.ratio == pytest.approx(row.workbench / row.baseline)
+
+
+def test_mobilenet_and_efficientnet_train_on_resnet18s_workload_beside_it(monkeypatch):
+    from dataclasses import replace
+
+    from workbench.bench import training_benchmark
+
+    measured = []
+
+    def fake_rows(work, root, device, images_on_device=True):
+        measured.append((work, images_on_device))
+        return [ratio_row("training", f"end-to-end vs model-only, {work.name}", 9.0, 10.0,
+                          "img/s", training_benchmark.TARGET_END_TO_END)]
+
+    monkeypatch.setattr(training_benchmark, "end_to_end_rows", fake_rows)
+    monkeypatch.setattr(training_benchmark, "feature_cache_row",
+                        lambda work, root, device: info_row("training", work.name, 1.0, "s"))
+    rows = training_benchmark.run(device="cpu")
+
+    resnet = measured[0][0]
+    assert resnet.model == "resnet18"
+    for model in ("mobilenet_v3_small", "efficientnet_b0"):
+        work = next(work for work, _ in measured if work.model == model)
+        assert work == replace(resnet, name=model, model=model)  # the same images and sizes
+        row = next(row for row in rows if row.what == f"end-to-end vs model-only, {model}")
+        assert row.target == 0.90 and row.met is True
+    assert measured[-1] == (training_benchmark.CPU_WORKLOADS[-1], False)
+    assert measured[-1][0].model == "small_cnn"  # loader processes: the digits CNN, as before

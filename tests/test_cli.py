@@ -85,7 +85,8 @@ def test_train_with_flags_prints_progress_and_exports(trained_run):
     assert "Training will use the CPU" in output
     assert "Memory is not limited on the CPU" in output
     assert "epoch 1/1" in output and "run completed" in output
-    assert "verified (script): max |difference| from the trained model: " in output
+    assert ("verified: TorchScript, scripted; max |difference| from the trained model: "
+            in output)
     assert "reloaded here, " in output and " in a fresh process" in output
     assert (run_dir / "model_scripted.pt").is_file()
     assert json.loads((run_dir / "config.json").read_text())["config"]["epochs"] == 1

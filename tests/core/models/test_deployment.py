@@ -71,6 +71,16 @@ def test_each_format_is_measured_against_float32_and_reported(best_model, tmp_pa
     assert set(report["exports"]) == {"model.onnx", "model_int8.onnx", "model_fp16.onnx",
                                       "model_scripted.pt"}
     assert report["exports"]["model_int8.onnx"]["size_bytes"] == int8.size_bytes
+    # Each row says how its file was made and checked, in the words the command prints.
+    for name, result in results.items():
+        assert report["exports"][Path(result.path).name]["verification"] == \
+            result.verification, name
+    assert results["torchscript"].verification.startswith(
+        "verified: TorchScript, scripted; max |difference| from the trained model: ")
+    assert results["onnx"].verification.startswith("verified: ONNX opset 18; ")
+    assert results["onnx-int8"].verification.startswith("verified: ONNX opset 18; ")
+    assert results["onnx-int8"].verification.endswith(
+        "(the float32 file this one was made from)")
     # The README's onnxruntime snippet works for the smaller files unchanged.
     session = ort.InferenceSession(str(tmp_path / "model_int8.onnx"),
                                    providers=["CPUExecutionProvider"])

@@ -73,6 +73,7 @@ def test_export_is_verified_here_and_in_a_fresh_process(
     result, _ = request.getfixturevalue(fixture)
     assert Path(result.path).is_file()
     assert result.method == "script" and result.note == ""
+    assert result.verification.startswith("TorchScript, scripted; max |difference| from the ")
     assert 0.0 <= result.max_abs_diff <= 1e-4
     assert 0.0 <= result.subprocess_max_abs_diff <= 1e-4
     assert result.class_names == CLASSES and result.input_size == (28 if "small" in fixture else 32)
@@ -194,6 +195,8 @@ def test_unscriptable_model_is_traced_and_reported(tmp_path: Path) -> None:
         result = export_torchscript(_NotScriptable(), CLASSES, config, tmp_path / "traced.pt")
     assert result.method == "trace"
     assert "torch.jit.script failed" in result.note
+    assert result.verification.startswith("TorchScript, traced (torch.jit.script failed (")
+    assert "uint8 input only" in result.verification
     assert result.max_abs_diff <= 1e-4 and result.subprocess_max_abs_diff <= 1e-4
     assert load_exported(result.path).preprocessing["input_dtypes"] == ["uint8"]
 

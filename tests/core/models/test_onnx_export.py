@@ -52,7 +52,7 @@ def test_onnx_export_matches_the_eager_model_in_a_fresh_process(tmp_path):
 
     assert result.subprocess_max_abs_diff <= 1e-4 and result.method == "onnx opset 18"
     assert result.max_abs_diff is None  # not run in this process: no figure claims it was
-    assert result.verification == ("max |difference| from the trained model: "
+    assert result.verification == ("ONNX opset 18; max |difference| from the trained model: "
                                    f"{result.subprocess_max_abs_diff:.2e} with onnxruntime in "
                                    "a fresh process")
     images = torch.randint(0, 256, (5, 1, 28, 28), dtype=torch.uint8)

@@ -42,7 +42,9 @@ def test_ticked_formats_are_measured_side_by_side_and_the_report_is_saved(
     assert set(report["exports"]) == {"model.onnx", "model_int8.onnx"}
     for row, name in enumerate(("model.onnx", "model_int8.onnx")):
         figures = report["exports"][name]
-        assert table.item(row, 7).text() == figures["verdict"]  # the same words as the file
+        assert table.item(row, 8).text() == figures["verdict"]  # the same words as the file
+        assert table.item(row, 7).text() == figures["verification"]
+        assert figures["verification"].startswith("verified: ONNX opset 18; max |difference|")
         assert table.item(row, 5).text().startswith(f"{figures['latency_ms_median']:.2f} ms")
     assert "export_report.json" in dialog.status_label.text()
     assert dialog.export_button.isEnabled()

@@ -111,16 +111,16 @@ def export_and_measure(model_file: str | Path, out_path: str | Path, export_form
         say("measuring accuracy and speed")
         runner = torchscript_runner(path) if export_format == "torchscript" else onnx_runner(path)
         figures = _figures(export_format, path, runner, images, eager, float_size, config)
-    report = _write_report(path, figures, evaluation)
-    return DeploymentResult(str(path), figures, str(report), evaluation,
-                            _verification_text(exported, export_format))
+    verification = _verification_text(exported, export_format)
+    report = _write_report(path, figures, evaluation, verification)
+    return DeploymentResult(str(path), figures, str(report), evaluation, verification)
 
 
 def _verification_text(exported: ExportResult, export_format: str) -> str:
-    said = f"verified ({exported.method}): {exported.verification}"
     if export_format in ("onnx-int8", "onnx-fp16"):
-        return f"made from a float32 ONNX export {said}"
-    return said
+        return (f"verified: {exported.verification} (the float32 file this one was made "
+                "from)")
+    return f"verified: {exported.verification}"
 
 
 def _preprocessing_of(config: TrainConfig) -> dict:
@@ -223,7 +223,8 @@ def _verdict(export_format: str, accuracy: float | None, float_accuracy: float |
     return True, f"verified: logits within {FLOAT16_TOLERANCE:g} of float32"
 
 
-def _write_report(path: Path, figures: ExportFigures, evaluation: str) -> Path:
+def _write_report(path: Path, figures: ExportFigures, evaluation: str, verification: str
+                  ) -> Path:
     """Add (or replace) this file's row in the folder's ``export_report.json``."""
     report_path = path.with_name(REPORT_FILE)
     exports: dict = {}
@@ -232,7 +233,8 @@ def _write_report(path: Path, figures: ExportFigures, evaluation: str) -> Path:
             exports = json.loads(report_path.read_text(encoding="utf-8")).get("exports", {})
         except (OSError, ValueError, AttributeError):
             exports = {}
-    exports[path.name] = {**figures.to_dict(), "evaluation": evaluation}
+    exports[path.name] = {**figures.to_dict(), "evaluation": evaluation,
+                          "verification": verification}
     atomic_write_text(report_path, json.dumps({"format": "workbench-export-report",
                                                "version": 1, "exports": exports}, indent=2))
     return report_path

@@ -29,6 +29,7 @@ from workbench.core.models.checkpoint_format import CheckpointError, load_model_
 from workbench.core.models.export_files import (
     TOLERANCE,
     ExportError,
+    FreshProcessVerifier,
     cpu_inference_copy,
     fresh_process_report,
     publish_export,
@@ -104,14 +105,26 @@ class ExportResult:
     note: str = ""
 
     @property
+    def how(self) -> str:
+        """The format and how it was made: 'TorchScript, scripted', 'TorchScript, traced (why,
+        and what the trace cannot do)' or 'ONNX opset 18'."""
+        if self.method == "script":
+            return "TorchScript, scripted"
+        if self.method == "trace":
+            return f"TorchScript, traced ({self.note})"
+        if self.method.startswith("onnx opset "):
+            return f"ONNX opset {self.method.removeprefix('onnx opset ')}"
+        return self.method
+
+    @property
     def verification(self) -> str:
-        """What was checked, e.g. 'max |difference| from the trained model: 1.2e-06 reloaded
-        here, 1.2e-06 in a fresh process'."""
+        """How it was made and what was checked, e.g. 'TorchScript, scripted; max |difference|
+        from the trained model: 1.2e-06 reloaded here, 1.2e-06 in a fresh process'."""
         checks = [] if self.max_abs_diff is None else [f"{self.max_abs_diff:.2e} reloaded here"]
         fresh = "with onnxruntime in a fresh process" if self.method.startswith("onnx") \
             else "in a fresh process"
         checks.append(f"{self.subprocess_max_abs_diff:.2e} {fresh}")
-        return f"max |difference| from the trained model: {', '.join(checks)}"
+        return f"{self.how}; max |difference| from the trained model: {', '.join(checks)}"
 
 
 @dataclass
@@ -140,6 +153,7 @@ def export_torchscript(
     config: TrainConfig,
     path: str | Path,
     example: Tensor | None = None,
+    verifier: FreshProcessVerifier | None = None,
 ) -> ExportResult:
     """Script ``model`` with its preprocessing, save it to ``path`` and verify the saved file.
 
@@ -154,6 +168,8 @@ def export_torchscript(
         path: Target file, conventionally ``.pt``.
         example: A batch ``[N, C, crop, crop]`` (uint8 or 0..1 float) to verify with; random
             images of the crop size when omitted.
+        verifier: Checks the file in its fresh process, shared with other exports; without
+            one a fresh process is started for this file alone.
 
     Raises:
         ExportError: Scripting and tracing failed, the model's outputs do not match the class
@@ -178,7 +194,7 @@ def export_torchscript(
         _save_synced(scripted, temp, extra)
         diff = _reload_diff(temp, inputs, expected, list(class_names))
         _check_diff(diff, path, "after reloading")
-        subprocess_diff = _subprocess_diff(temp, inputs, expected)
+        subprocess_diff = _subprocess_diff(temp, inputs, expected, verifier)
         _check_diff(subprocess_diff, path, "in a fresh Python process")
         publish_export(temp, path)
     finally:
@@ -230,7 +246,8 @@ def _script_or_trace(wrapper: nn.Module, example: Tensor) -> tuple[Any, str, str
             except Exception as trace_exc:
                 raise ExportError(f"{failed}, and tracing failed too ({_first_line(trace_exc)})"
                                   ) from trace_exc
-            return traced, "trace", f"{failed}; traced instead, so it accepts uint8 input only"
+            return traced, "trace", (f"{failed}; the trace accepts uint8 input only and "
+                                     "keeps the control flow of its example batch")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -276,12 +293,13 @@ def _reload_diff(path: Path, inputs: Mapping[str, Tensor], expected: Mapping[str
     return diff
 
 
-def _subprocess_diff(path: Path, inputs: Mapping[str, Tensor], expected: Mapping[str, Tensor]
-                     ) -> float:
+def _subprocess_diff(path: Path, inputs: Mapping[str, Tensor], expected: Mapping[str, Tensor],
+                     verifier: FreshProcessVerifier | None = None) -> float:
+    check = fresh_process_report if verifier is None else verifier.report
     with tempfile.TemporaryDirectory(prefix="workbench-export-check-") as folder:
         batch = Path(folder) / "batch.pt"
         torch.save({"inputs": dict(inputs), "expected": dict(expected)}, batch)
-        report = fresh_process_report(_FRESH_PROCESS_CHECK, [str(path.resolve()), str(batch)],
+        report = check(_FRESH_PROCESS_CHECK, [str(path.resolve()), str(batch)],
                                       folder, "the export does not load in a fresh Python "
                                       "process")
     return float(report["max_abs_diff"])

@@ -33,6 +33,7 @@ from workbench.core.models.export import ExportedModel, ExportResult
 from workbench.core.models.export_files import (
     TOLERANCE,
     ExportError,
+    FreshProcessVerifier,
     cpu_inference_copy,
     fresh_process_report,
     publish_export,
@@ -75,8 +76,12 @@ class UInt8Classifier(nn.Module):
 
 
 def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfig,
-                path: str | Path, opset: int = OPSET) -> ExportResult:
+                path: str | Path, opset: int = OPSET,
+                verifier: FreshProcessVerifier | None = None) -> ExportResult:
     """Export ``model`` with its preprocessing to ONNX at ``path`` and verify the file.
+
+    ``verifier`` runs onnxruntime in its fresh process, shared with other exports; without
+    one a fresh process is started for this file alone.
 
     Raises:
         ExportError: onnx/onnxruntime are missing, the export fails, or the file computes
@@ -100,7 +105,7 @@ def export_onnx(model: nn.Module, class_names: Sequence[str], config: TrainConfi
         _export_to(wrapper, images, temp, opset)
         _add_metadata(temp, class_names, _preprocessing(config, mean, std, len(class_names),
                                                         opset))
-        diff = _fresh_process_diff(temp, images, expected, list(class_names))
+        diff = _fresh_process_diff(temp, images, expected, list(class_names), verifier)
         if not diff <= TOLERANCE:  # also catches NaN
             raise ExportError(f"ONNX export to '{path}' differs from the trained model: max abs "
                               f"logit difference {diff:.3g} > {TOLERANCE:g}; not written")
@@ -241,12 +246,14 @@ def _preprocessing(config: TrainConfig, mean: Sequence[float], std: Sequence[flo
 
 
 def _fresh_process_diff(path: Path, images: Tensor, expected: Tensor,
-                        class_names: list[str]) -> float:
+                        class_names: list[str], verifier: FreshProcessVerifier | None = None
+                        ) -> float:
+    check = fresh_process_report if verifier is None else verifier.report
     with tempfile.TemporaryDirectory(prefix="workbench-onnx-check-") as folder:
         images_file, expected_file = Path(folder) / "images.npy", Path(folder) / "expected.npy"
         np.save(images_file, images.numpy())
         np.save(expected_file, expected.numpy())
-        report = fresh_process_report(
+        report = check(
             _FRESH_PROCESS_CHECK, [str(path.resolve()), str(images_file), str(expected_file)],
             folder, "onnxruntime cannot run the export in a fresh process")
     if report.get("class_names") != class_names:

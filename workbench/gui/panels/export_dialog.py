@@ -3,9 +3,10 @@
 The user ticks the formats (TorchScript, ONNX float32, ONNX INT8, ONNX float16) and a folder;
 each export runs in a child process started from the thread pool, one after the other, through
 ``workbench.core.models.deployment.export_and_measure``, and adds a row: file size, validation
-accuracy against float32's, top-1 agreement with float32, batch-1 latency, images/s and the
-verdict (an INT8 file that lost more than a point says NOT VERIFIED). *Save report* writes the
-run's HTML report, which carries the same table.
+accuracy against float32's, top-1 agreement with float32, batch-1 latency, images/s, how the
+file was made and checked against the trained model ("verified: TorchScript, scripted; ..."
+or "ONNX opset 18; ...") and the verdict (an INT8 file that lost more than a point says NOT
+VERIFIED). *Save report* writes the run's HTML report, which carries the same table.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from workbench.gui.workers.export_worker import export_and_measure_in_fresh_proc
 from workbench.gui.workers.pool_tasks import FunctionTask
 
 COLUMNS = ("File", "Format", "Size", "Val accuracy", "Agreement with float32",
-           "Batch-1 latency", "Images/s (batch 32)", "Verdict")
+           "Batch-1 latency", "Images/s (batch 32)", "How it was made and checked",
+           "Verdict")
 DEFAULT_CHOICE = ("onnx", "onnx-int8")
 
 
@@ -161,7 +163,7 @@ class ExportDialog(QDialog):
         QThreadPool.globalInstance().start(task)
 
     def _on_exported(self, result: object) -> None:
-        self._add_row(result.figures)
+        self._add_row(result.figures, result.verification)
         self.exported.emit(result)
         self._next()
 
@@ -184,7 +186,7 @@ class ExportDialog(QDialog):
         self.status_label.setText(f"Report written to {path}; it opens in any browser.")
         self.report_saved.emit(path)
 
-    def _add_row(self, figures) -> None:
+    def _add_row(self, figures, verification: str) -> None:
         row = self.table.rowCount()
         self.table.insertRow(row)
         cells = (Path(figures.path).name, figures.export_format,
@@ -193,7 +195,7 @@ class ExportDialog(QDialog):
                     f" (float32 {_percent(figures.float32_val_accuracy, 1)})"),
                  _percent(figures.top1_agreement, 1),
                  f"{figures.latency_ms_median:.2f} ms (p95 {figures.latency_ms_p95:.2f})",
-                 f"{figures.images_per_second:,.0f}", figures.verdict)
+                 f"{figures.images_per_second:,.0f}", verification, figures.verdict)
         for column, text in enumerate(cells):
             item = QTableWidgetItem(text)
             item.setToolTip(text)

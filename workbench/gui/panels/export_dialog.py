@@ -38,6 +38,9 @@ from workbench.gui.workers.pool_tasks import FunctionTask
 COLUMNS = ("File", "Format", "Size", "Val accuracy", "Agreement with float32",
            "Batch-1 latency", "Images/s (batch 32)", "How it was made and checked",
            "Verdict")
+HOW_COLUMN = COLUMNS.index("How it was made and checked")
+HOW_COLUMN_WIDTH = 300
+DIALOG_WIDTH = 1240  # every column in view on a 1366 px screen
 DEFAULT_CHOICE = ("onnx", "onnx-int8")
 
 
@@ -91,13 +94,19 @@ class ExportDialog(QDialog):
         self.table.verticalHeader().setVisible(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # How each file was checked runs to a sentence: wrapped in a column of its own width
+        # (the verdict takes what is left), so the verdict stays in view without scrolling.
+        header.setSectionResizeMode(HOW_COLUMN, QHeaderView.ResizeMode.Interactive)
+        self.table.setColumnWidth(HOW_COLUMN, HOW_COLUMN_WIDTH)
+        self.table.setWordWrap(True)
         header.setStretchLastSection(True)
         self._build_layout()
         self.browse_button.clicked.connect(self._on_browse)
         self.export_button.clicked.connect(self.start_exports)
         self.report_button.clicked.connect(self.save_report)
         self.close_button.clicked.connect(self.close)
-        self.resize(980, 460)
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        self.resize(min(DIALOG_WIDTH, screen.width() - 40) if screen else DIALOG_WIDTH, 500)
 
     def _build_layout(self) -> None:
         layout = QVBoxLayout(self)

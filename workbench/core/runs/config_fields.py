@@ -279,6 +279,7 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         choices={"step": "Step (multiply by gamma every few epochs)",
                  "cosine": "Cosine (smoothly down to zero)",
                  "warmup_cosine": "Warm-up, then cosine (first quarter up)",
+                 "onecycle": "One-cycle (up then down over the run, every step)",
                  "none": "Constant"}),
     FieldDescription(
         "lr_step_size", "Step size", "Epochs between two learning-rate drops.", unit="epochs",

@@ -121,10 +121,12 @@ def _can_fuse(params: list[torch.nn.Parameter]) -> bool | None:
 
 
 def build_scheduler(
-    config: TrainConfig, optimizer: torch.optim.Optimizer
+    config: TrainConfig, optimizer: torch.optim.Optimizer, steps_per_epoch: int = 1
 ) -> torch.optim.lr_scheduler.LRScheduler | None:
     """StepLR (step size and gamma as in the tutorial), cosine over the run, warm-up then
-    cosine, or none."""
+    cosine, one-cycle (stepped every batch: ``steps_per_epoch`` sets its length), or none.
+    ``steps_each_batch`` says which of them the caller steps after every optimiser step
+    rather than once an epoch."""
     if config.scheduler == "step":
         return torch.optim.lr_scheduler.StepLR(
             optimizer, step_size=config.lr_step_size, gamma=config.lr_gamma
@@ -134,7 +136,40 @@ def build_scheduler(
     if config.scheduler == "warmup_cosine":
         return torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda epoch: warmup_cosine_factor(epoch, config.epochs))
+    if config.scheduler == "onecycle":
+        total = max(1, config.epochs * steps_per_epoch)
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: one_cycle_factor(step, total))
     return None
+
+
+def steps_each_batch(config: TrainConfig) -> bool:
+    """Whether ``config``'s schedule advances after every optimiser step (one-cycle) rather
+    than once an epoch."""
+    return config.scheduler == "onecycle"
+
+
+# fastai's fit_one_cycle: a quarter of the steps climbing from lr / 25 to lr, then cosine
+# down to lr / 1e5.
+ONE_CYCLE_WARM_SHARE = 0.25
+ONE_CYCLE_START_DIVISOR = 25.0
+ONE_CYCLE_END_DIVISOR = 1e5
+
+
+def one_cycle_factor(step: int, total: int) -> float:
+    """The lr's share at optimiser step ``step`` (0-based) of ``total``: cosine from
+    1/25 up to 1 over the first quarter, then cosine down to 1/1e5. Steps past ``total``
+    (a batch halved after running out of memory makes epochs longer) stay at the end."""
+    warm = max(1, round(total * ONE_CYCLE_WARM_SHARE))
+    start, end = 1.0 / ONE_CYCLE_START_DIVISOR, 1.0 / ONE_CYCLE_END_DIVISOR
+    if step < warm:
+        return _cosine_between(start, 1.0, step / warm)
+    rest = max(1, total - warm)
+    return _cosine_between(1.0, end, min(1.0, (step - warm) / rest))
+
+
+def _cosine_between(first: float, last: float, progress: float) -> float:
+    return last + (first - last) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def warmup_epochs(epochs: int) -> int:

@@ -61,6 +61,7 @@ from workbench.core.training.optimisers import (
     build_scheduler,
     finetune_stage,
     optimiser_params,
+    steps_each_batch,
 )
 from workbench.core.training.plan import plan_run
 from workbench.core.training.session_setup import (
@@ -130,6 +131,8 @@ class TrainingSession:
         for level, text in self.plan.notes:
             self._say(level, text)
         self._build_data()
+        # Before the schedule: a one-cycle schedule's length counts this process's steps.
+        self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
         self._build_model_and_optimiser()
         if resume_state is not None:
             self._restore(resume_state)
@@ -137,7 +140,6 @@ class TrainingSession:
         # it syncs the gradients of the parameters that require one when it wraps them.
         self._stage = self._enter_stage(self.start_epoch)
         self.train_model = self.dist.wrap(self.model, self.device)
-        self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
         self.ctx = self._step_context()
         self.sources = BatchSources(self.device, self._keep_images_on_device())
 
@@ -164,7 +166,7 @@ class TrainingSession:
         if self.plan.channels_last:
             self.model.to(memory_format=torch.channels_last)
         self.optimizer = build_optimizer(cfg, optimiser_params(self.model, cfg))
-        self.scheduler = build_scheduler(cfg, self.optimizer)
+        self.scheduler = build_scheduler(cfg, self.optimizer, self._steps_per_epoch())
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.plan.precision.grad_scaler)
         self.head = split_backbone_head(self.model)[1]
 
@@ -178,7 +180,9 @@ class TrainingSession:
             max_steps=cfg.max_steps_per_epoch, amp_dtype=precision.dtype,
             on_failed_samples=lambda _failed_in_batch: self.failed_images.check(),
             label_smoothing=cfg.label_smoothing,
-            mixer=batch_mixer_for(cfg, len(self.scan.class_names)))
+            mixer=batch_mixer_for(cfg, len(self.scan.class_names)),
+            after_step=self.scheduler.step
+            if self.scheduler is not None and steps_each_batch(cfg) else None)
 
     def _open_run_dir(self, resume_state: dict[str, Any] | None) -> None:
         if not self.dist.is_main:
@@ -247,8 +251,8 @@ class TrainingSession:
             evaluation = self._evaluate()
             if self.control.cancel_requested:
                 return self._end("cancelled")
-            self._epoch_lr = float(self.optimizer.param_groups[0]["lr"])  # what it trained at
-            if self.scheduler is not None:
+            self._epoch_lr = self.ctx.last_lr  # what its last step trained at
+            if self.scheduler is not None and not steps_each_batch(cfg):
                 self.scheduler.step()
             # Updated before the checkpoint is written, which keeps its state for a resume.
             stop_early = self.early_stopping is not None and self.early_stopping.update(
@@ -262,11 +266,16 @@ class TrainingSession:
                 break
         return self._end("completed")
 
+    def _steps_per_epoch(self) -> int:
+        """Optimiser steps in one of this process's epochs."""
+        steps = len(self.train_loader)
+        if self.config.max_steps_per_epoch:
+            steps = min(steps, self.config.max_steps_per_epoch)
+        return steps
+
     def _run_start_event(self) -> RunStart:
         cfg = self.config
-        steps = len(self.train_loader)
-        if cfg.max_steps_per_epoch:
-            steps = min(steps, cfg.max_steps_per_epoch)
+        steps = self._steps_per_epoch()
         return RunStart(
             run_dir=str(self.run_dir or ""), device=self.device,
             device_name=device_display_name(self.device),

@@ -56,6 +56,10 @@ class StepContext:
     on_failed_samples: Callable[[int], None] | None = None
     # Sets images/s against the GPU's throttle reasons; the log says when throttling starts.
     throttle_watch: ThrottleWatch = field(default_factory=ThrottleWatch)
+    # Called after every optimiser step: a learning-rate schedule stepped every batch.
+    after_step: Callable[[], None] | None = None
+    # The lr the newest step trained at (read before ``after_step`` moves it on).
+    last_lr: float = math.nan
     # The training loss only: validation stays plain cross-entropy, comparable between runs.
     label_smoothing: float = 0.0
     # Mixup/CutMix of each prepared training image batch (never of cached features).
@@ -205,8 +209,11 @@ def _optimise(
             "fixes this, otherwise check the images and labels"
         )
     ctx.scaler.scale(loss).backward()
+    ctx.last_lr = float(ctx.optimizer.param_groups[0]["lr"])  # what this step trains at
     ctx.scaler.step(ctx.optimizer)
     ctx.scaler.update()
+    if ctx.after_step is not None:
+        ctx.after_step()  # a schedule stepped every batch (one-cycle)
     correct, counted = count_correct(sample_logits, labels)
     return loss_value, correct, counted
 
@@ -227,7 +234,7 @@ def _step_event(
         loss_smoothed=loss_meter.smoothed,
         accuracy=correct / counted if counted else math.nan,
         accuracy_smoothed=acc_meter.smoothed,
-        lr=float(ctx.optimizer.param_groups[0]["lr"]),
+        lr=ctx.last_lr,
         images_per_second=images_per_second,
         data_wait_s=data_wait,
         compute_s=compute,

@@ -55,3 +55,49 @@ def test_a_tiny_folder_trains_with_the_model_defaults(
     saved = json.loads((run_dir / "config.json").read_text())["config"]
     assert saved["batch_size"] == min(batch, train_images)
     assert (saved["model"], saved["crop_mode"]) == (model, "standard")
+
+
+# The smallest model of each other family (resnet18 and small_cnn are above). ViT and Swin take
+# 224 px only; the others train at 32 px here.
+FAMILY_MODELS = ("mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
+                 "shufflenet_v2_x1_0", "convnext_tiny", "swin_t", "vit_b_16")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", FAMILY_MODELS)
+def test_a_tiny_folder_trains_with_each_familys_own_defaults(
+        tmp_path: Path, monkeypatch, capsys, model: str) -> None:
+    import torch
+    import torchvision
+
+    from workbench.core.models.building import imagenet_weights_path
+    from workbench.core.runs.model_catalog import catalogue_defaults, model_facts
+
+    # The model's ImageNet file where torchvision keeps it: its constructor's weights stand in.
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    monkeypatch.setattr(torch.hub, "_hub_dir", None)
+    weights = imagenet_weights_path(model)
+    weights.parent.mkdir(parents=True)
+    torch.manual_seed(0)
+    torch.save(torchvision.models.get_model(model).state_dict(), weights)
+    data = write_shape_dataset(tmp_path / "data", classes=SHAPES[:2], per_class=8, size=(32, 32))
+    crop = str(max(model_facts(model).min_size, 32))
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["train", "--data-root", str(data), "--model", model, "--epochs", "2",
+                 "--device", "cpu", "--output-dir", str(tmp_path / "runs"),
+                 "--resize-size", crop, "--crop-size", crop])
+
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "run completed" in err
+    assert f"ImageNet weights loaded from '{weights}'" in err
+    defaults = catalogue_defaults(model)
+    clamp = (f"Batch size (batch_size) {defaults['batch_size']} is more than the 12 training "
+             "images, so the run trains with a batch of 12: one step an epoch, every image "
+             "in it.")
+    assert err.splitlines().count(clamp) == 1, err
+    saved = json.loads((next((tmp_path / "runs").iterdir()) / "config.json").read_text())
+    recipe = {name: saved["config"][name] for name in ("weights", "finetune", "optimizer",
+                                                        "lr", "weight_decay", "scheduler")}
+    assert recipe == {name: defaults[name] for name in recipe}

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +104,19 @@ def served_imagenet_weights(tmp_path: Path, local_file_server, monkeypatch) -> S
 def planted_imagenet_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A seeded random resnet18 state dict where the ImageNet file is expected (TORCH_HOME in
     tmp_path), so resnet18's default weights 'imagenet' load without a download."""
+    return _plant_imagenet_weights("resnet18", tmp_path, monkeypatch)
+
+
+@pytest.fixture()
+def plant_imagenet_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                           ) -> Callable[[str], Path]:
+    """``plant(model)``: ``model``'s seeded constructor weights where its ImageNet file is
+    expected (TORCH_HOME in tmp_path), so its default weights 'imagenet' load offline."""
+    return lambda model: _plant_imagenet_weights(model, tmp_path, monkeypatch)
+
+
+def _plant_imagenet_weights(model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                            ) -> Path:
     import torch
     import torchvision
 
@@ -111,8 +124,8 @@ def planted_imagenet_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
     monkeypatch.setattr(torch.hub, "_hub_dir", None)  # get_dir() follows TORCH_HOME
-    path = imagenet_weights_path()
+    path = imagenet_weights_path(model)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    torch.save(torchvision.models.resnet18(weights=None).state_dict(), path)
+    torch.save(torchvision.models.get_model(model, weights=None).state_dict(), path)
     return path

@@ -66,20 +66,10 @@ FAMILY_MODELS = ("mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
 @pytest.mark.slow
 @pytest.mark.parametrize("model", FAMILY_MODELS)
 def test_a_tiny_folder_trains_with_each_familys_own_defaults(
-        tmp_path: Path, monkeypatch, capsys, model: str) -> None:
-    import torch
-    import torchvision
-
-    from workbench.core.models.building import imagenet_weights_path
+        tmp_path: Path, monkeypatch, capsys, plant_imagenet_weights, model: str) -> None:
     from workbench.core.runs.model_catalog import catalogue_defaults, model_facts
 
-    # The model's ImageNet file where torchvision keeps it: its constructor's weights stand in.
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
-    monkeypatch.setattr(torch.hub, "_hub_dir", None)
-    weights = imagenet_weights_path(model)
-    weights.parent.mkdir(parents=True)
-    torch.manual_seed(0)
-    torch.save(torchvision.models.get_model(model).state_dict(), weights)
+    weights = plant_imagenet_weights(model)
     data = write_shape_dataset(tmp_path / "data", classes=SHAPES[:2], per_class=8, size=(32, 32))
     crop = str(max(model_facts(model).min_size, 32))
     monkeypatch.chdir(tmp_path)

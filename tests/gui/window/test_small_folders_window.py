@@ -15,11 +15,11 @@ RUN_TIMEOUT_MS = 120_000
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["resnet18", "small_cnn"])
-def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Path, request,
-                                                    model: str) -> None:
-    if model == "resnet18":  # the app's default model, whose default weights are ImageNet's
-        request.getfixturevalue("planted_imagenet_weights")
+@pytest.mark.parametrize("model", ["resnet18", "small_cnn", "convnext_tiny"])
+def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Path,
+                                                    plant_imagenet_weights, model: str) -> None:
+    if model != "small_cnn":  # default weights: ImageNet's (convnext_tiny: AdamW's recipe)
+        plant_imagenet_weights(model)
     data = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=8,
                                size=(32, 32))
     form = window.config_form
@@ -30,10 +30,10 @@ def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Pat
         window.open_folder(str(data))
     form.edit_field("epochs", 2)
     form.edit_field("output_dir", str(tmp_path / "runs"))
-    if model == "resnet18":  # 224 px crops would cost seconds an epoch on this CPU
+    if model != "small_cnn":  # 224 px crops would cost seconds an epoch on this CPU
         form.edit_field("resize_size", 32)
         form.edit_field("crop_size", 32)
-    batch = {"resnet18": 32, "small_cnn": 16}[model]  # each model's default batch_size
+    batch = {"resnet18": 32, "small_cnn": 16, "convnext_tiny": 32}[model]  # its default
     assert (form.config().batch_size, form.config().crop_mode) == (batch, "standard")
     qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)  # pre-flight
 

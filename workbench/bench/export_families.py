@@ -36,7 +36,12 @@ from workbench.core.models.export import export_torchscript
 from workbench.core.models.export_files import ExportError, FreshProcessVerifier
 from workbench.core.models.onnx_export import export_onnx
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.model_catalog import MODEL_NAMES, SMALL_CNN, model_facts
+from workbench.core.runs.model_catalog import (
+    MODEL_NAMES,
+    SMALL_CNN,
+    model_facts,
+    model_names_from_list,
+)
 from workbench.core.runs.model_defaults import defaults_for
 
 CLASS_NAMES = ("a", "b", "c")
@@ -174,11 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crop", type=int, default=224, help="crop size in px (default 224)")
     parser.add_argument("-o", "--output", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
-    models = [name.strip() for name in args.models.split(",") if name.strip()]
-    unknown = [name for name in models if name not in MODEL_NAMES]
-    if unknown:
-        parser.error(f"--models: unknown model(s) {', '.join(unknown)}; choose from "
-                     f"{', '.join(MODEL_NAMES)}")
+    try:
+        models = model_names_from_list(args.models)
+    except ValueError as exc:
+        parser.error(f"--models: {exc}")
     started = time.perf_counter()
     rows = export_catalogue(models, args.crop, on_row=lambda row: print(
         f"{row.model}: {row.how}, {row.seconds:.1f} s", file=sys.stderr, flush=True))

@@ -29,7 +29,12 @@ from pathlib import Path
 import torch
 
 from workbench.core.devices.selection import resolve_device
-from workbench.core.runs.model_catalog import MODEL_NAMES, SMALL_CNN, model_facts
+from workbench.core.runs.model_catalog import (
+    MODEL_NAMES,
+    SMALL_CNN,
+    model_facts,
+    model_names_from_list,
+)
 from workbench.core.training.tuning.model_measurement import measure_model, measurement_settings
 
 
@@ -137,11 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", help="write the rows to this JSON file (and the "
                                                "table beside it, .md)")
     args = parser.parse_args(argv)
-    models = [name.strip() for name in args.models.split(",") if name.strip()]
-    unknown = [name for name in models if name not in MODEL_NAMES]
-    if unknown:
-        parser.error(f"--models: unknown model(s) {', '.join(unknown)}; choose from "
-                     f"{', '.join(MODEL_NAMES)}")
+    try:
+        models = model_names_from_list(args.models)
+    except ValueError as exc:
+        parser.error(f"--models: {exc}")
     for flag, value in (("--crop", args.crop), ("--batch", args.batch), ("--steps", args.steps)):
         if value < 1:
             parser.error(f"{flag} must be at least 1, not {value}")

@@ -176,12 +176,12 @@ def format_table(rows: list[CatalogueRow],
 def _cmd_models(args: argparse.Namespace) -> int:
     rows = catalogue_rows()
     if args.models:
-        wanted = [name.strip() for name in args.models.split(",") if name.strip()]
-        from workbench.core.runs.model_catalog import MODEL_NAMES, unknown_model_message
+        from workbench.core.runs.model_catalog import model_names_from_list
 
-        unknown = [name for name in wanted if name not in MODEL_NAMES]
-        if unknown:
-            return _usage_error(f"--models: {unknown_model_message(unknown[0])}")
+        try:
+            wanted = model_names_from_list(args.models)
+        except ValueError as exc:
+            return _usage_error(f"--models: {exc}")
         rows = [row for row in rows if row.name in wanted]
     if args.sort in _MEASURED_HEADINGS and not args.measure:
         return _usage_error(f"--sort {args.sort} is a measured column; add --measure")

@@ -107,6 +107,20 @@ def unknown_model_message(name: str) -> str:
     return f"unknown model '{name}'; choose one of {', '.join(MODEL_NAMES)}"
 
 
+def model_names_from_list(text: str) -> list[str]:
+    """The models a comma-separated list names ('resnet18, vit_b_16'), as ``--models`` of the
+    command line and the benches takes them.
+
+    Raises:
+        ValueError: a name that is not a model of the catalogue; the message lists them.
+    """
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in MODEL_NAMES:
+            raise ValueError(unknown_model_message(name))
+    return names
+
+
 def imagenet_weights_entry(name: str) -> Any:
     """torchvision's weights entry that 'imagenet' loads for ``name`` (its DEFAULT).
 

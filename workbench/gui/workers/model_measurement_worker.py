@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import shiboken6
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from workbench.gui.workers.thread_wait import wait_until_finished
 from workbench.gui.workers.training_worker import yield_cpu_to_the_ui
+from workbench.gui.workers.worker_threads import thread_for, wait_until_finished
 
 
 @dataclass(frozen=True)
@@ -137,19 +137,13 @@ class ModelMeasurementController(QObject):
         """Measure ``request`` in a new thread; one measurement at a time."""
         if self.is_running():
             raise RuntimeError("a measurement is already running")
-        thread = QThread()
-        thread.setObjectName("workbench-model-measurement")
         worker = ModelMeasurementWorker(request)
-        worker.moveToThread(thread)
+        thread = thread_for(worker, "workbench-model-measurement")
         # Slots of this object, which lives in the UI thread: the signals are queued to it.
         worker.model_started.connect(self._on_model_started)
         worker.model_measured.connect(self._on_model_measured)
         worker.model_failed.connect(self._on_model_failed)
         worker.errored.connect(self._on_errored)
-        thread.started.connect(worker.run)
-        worker.finished.connect(thread.quit)
-        worker.finished.connect(worker.deleteLater)
-        thread.finished.connect(thread.deleteLater)
         thread.finished.connect(self._on_thread_finished)
         self._thread, self._worker = thread, worker
         self._cancelled = False

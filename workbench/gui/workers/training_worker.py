@@ -32,7 +32,7 @@ from workbench.core.runs.events import (
     StepStats,
 )
 from workbench.gui.workers.long_lived_objects import freeze_long_lived_objects
-from workbench.gui.workers.thread_wait import wait_until_finished
+from workbench.gui.workers.worker_threads import thread_for, wait_until_finished
 
 
 class _SignalCallback(Callback):
@@ -279,12 +279,5 @@ def create_training_thread(config: TrainConfig) -> tuple[QThread, TrainingWorker
     The caller keeps both references while the run lasts; both objects delete themselves
     (``deleteLater``) once the thread has finished.
     """
-    thread = QThread()
-    thread.setObjectName("workbench-training")
     worker = TrainingWorker(config)
-    worker.moveToThread(thread)
-    thread.started.connect(worker.run)
-    worker.finished.connect(thread.quit)
-    worker.finished.connect(worker.deleteLater)
-    thread.finished.connect(thread.deleteLater)
-    return thread, worker
+    return thread_for(worker, "workbench-training"), worker

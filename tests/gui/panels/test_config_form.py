@@ -15,14 +15,6 @@ from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.widgets.form_fields import FieldRow
 
 
-@pytest.fixture
-def form(qtbot, tmp_path: Path) -> ConfigForm:
-    widget = ConfigForm(TrainConfig(data_root=str(tmp_path), output_dir=str(tmp_path / "runs")))
-    qtbot.addWidget(widget)
-    widget.show()
-    return widget
-
-
 def unusual_config(tmp_path: Path) -> TrainConfig:
     """A config that differs from the defaults in every field the form shows."""
     weights = tmp_path / "weights.pt"

@@ -3,22 +3,12 @@ model shows its own resize interpolation."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.panels.config_form import ConfigForm
 
 STAGE_FIELDS = ("head_epochs", "backbone_lr_factor")
-
-
-@pytest.fixture
-def form(qtbot, tmp_path: Path) -> ConfigForm:
-    widget = ConfigForm(TrainConfig(data_root=str(tmp_path), output_dir=str(tmp_path / "runs")))
-    qtbot.addWidget(widget)
-    widget.show()
-    return widget
 
 
 def _choose(form: ConfigForm, field: str, value: str) -> None:

@@ -287,22 +287,21 @@ class ModelPickerDialog(QDialog):
         )
         from workbench.core.training.tuning.model_measurement import measurement_settings
 
-        cache = MeasurementCache(self.cache_path or None)
-        found = []
+        request = self.request([])
+        wanted = []
+        for model in self.table.models():
+            try:
+                wanted.append(measurement_settings(model, request.batch_size,
+                                                   request.crop_size, request.amp,
+                                                   request.finetune, request.device))
+            except (ValueError, RuntimeError):
+                continue
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MeasurementCacheWarning)
-            for model in self.table.models():
-                request = self.request([model])
-                try:
-                    settings = measurement_settings(model, request.batch_size,
-                                                    request.crop_size, request.amp,
-                                                    request.finetune, request.device)
-                except (ValueError, RuntimeError):
-                    continue
-                measurement = cache.get(settings)
-                if measurement is not None:
-                    found.append(measurement)
-        return found, str(caught[0].message) if caught else ""
+            # One read of the file for every row (this runs on the UI thread).
+            found = MeasurementCache(self.cache_path or None).get_many(wanted)
+        return ([measurement for measurement in found if measurement is not None],
+                str(caught[0].message) if caught else "")
 
     def _fit_to_screen(self) -> None:
         """Wide enough for every column where the screen allows; never larger than it."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -60,7 +61,17 @@ class MeasurementCache:
 
     def get(self, settings: MeasurementSettings) -> ModelMeasurement | None:
         """The measurement of ``settings`` on this machine, None when there is none."""
-        data = self._read_entries().get(measurement_key(settings, self._identity(settings)))
+        return self.get_many([settings])[0]
+
+    def get_many(self, settings: Iterable[MeasurementSettings]
+                 ) -> list[ModelMeasurement | None]:
+        """``get`` of each of ``settings``, from one read of the file."""
+        entries = self._read_entries()
+        return [self._measurement(entries, one) for one in settings]
+
+    def _measurement(self, entries: dict[str, dict], settings: MeasurementSettings
+                     ) -> ModelMeasurement | None:
+        data = entries.get(measurement_key(settings, self._identity(settings)))
         if data is None:
             return None
         try:

@@ -4,6 +4,7 @@ filling the form with that model's defaults, and cancelling or closing mid-measu
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,29 @@ def test_a_damaged_measurements_file_is_said_and_the_picker_still_opens(qtbot, t
     assert str(path) in dialog.status_label.text()
     assert dialog.table.cell_text("resnet18", "train_speed") == "\u2014"
     assert dialog.measure_button.text() == "Measure resnet18 on this machine"
+
+
+def test_the_first_compare_imports_torchvision_in_the_pool_not_on_the_ui_thread(
+        qtbot, window, tmp_path: Path, monkeypatch):
+    from workbench.gui.window import model_picker_action
+
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    imported_on = []
+    real_import = model_picker_action.import_catalogue
+
+    def import_catalogue():
+        imported_on.append(threading.current_thread() is threading.main_thread())
+        return real_import()
+
+    # As on a first start, before anything imported torchvision's models.
+    monkeypatch.setattr(model_picker_action, "catalogue_loaded", lambda: False)
+    monkeypatch.setattr(model_picker_action, "import_catalogue", import_catalogue)
+    button = window.config_form.compare_models_button
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert not button.isEnabled() and button.text() == "Loading\u2026"
+    assert window.model_picker.dialog is None  # not built on the UI thread meanwhile
+    qtbot.waitUntil(lambda: window.model_picker.dialog is not None
+                    and window.model_picker.dialog.isVisible(), timeout=TIMEOUT_MS)
+    assert imported_on == [False]
+    assert button.isEnabled() and button.text() == "Compare\u2026"
+    window.model_picker.dialog.close()

@@ -10,12 +10,31 @@ table reads torchvision's figures.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt
 
+from workbench.gui.workers.pool_tasks import LatestRequestRunner
+
 if TYPE_CHECKING:
     from workbench.gui.panels.model_picker_dialog import ModelPickerDialog
+
+COMPARE_TEXT = "Compare\u2026"
+LOADING_TEXT = "Loading\u2026"
+
+
+def catalogue_loaded() -> bool:
+    """Whether torchvision's models (the figures the picker's table reads) are imported."""
+    return "torchvision.models" in sys.modules
+
+
+def import_catalogue() -> bool:
+    """Import torchvision's models (seconds the first time; run in the pool)."""
+    import torchvision.models  # noqa: F401
+
+    return True
+
 
 TRAINING_REASON = ("A run is training on the device; measure models when it has ended (the "
                    "figures would be the run's and the measurement's together).")
@@ -30,6 +49,10 @@ class ModelPickerAction(QObject):
         self._window = window
         self.dialog: ModelPickerDialog | None = None
         window.config_form.compare_models_button.clicked.connect(self._on_open_requested)
+        # torchvision's model figures take seconds to import the first time: in the pool.
+        self._loader = LatestRequestRunner(self)
+        self._loader.result_ready.connect(self._on_catalogue_loaded)
+        self._loader.failed.connect(self._on_catalogue_failed)
 
     def open(self) -> ModelPickerDialog:
         """Show the picker on the form's settings and device."""
@@ -65,7 +88,26 @@ class ModelPickerAction(QObject):
         return self.dialog
 
     def _on_open_requested(self) -> None:
+        if self.dialog is not None or catalogue_loaded():
+            self.open()
+            return
+        button = self._window.config_form.compare_models_button
+        button.setEnabled(False)
+        button.setText(LOADING_TEXT)
+        self._loader.submit(import_catalogue)
+
+    def _on_catalogue_loaded(self, _module: object) -> None:
+        self._restore_button()
         self.open()
+
+    def _on_catalogue_failed(self, message: str) -> None:
+        self._restore_button()
+        self._window.log_panel.append_text("error", f"The model picker cannot open: {message}")
+
+    def _restore_button(self) -> None:
+        button = self._window.config_form.compare_models_button
+        button.setText(COMPARE_TEXT)
+        button.setEnabled(True)
 
     def _on_model_chosen(self, model: str) -> None:
         form = self._window.config_form

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,9 @@ class TrainConfig:
     # of every resize (antialiased): each model's weights' own, e.g. bicubic for EfficientNet
     interpolation: str = _model_default("interpolation", "bilinear")
     crop_size: int = _model_default("crop_size")
+    # progressive resizing: the first epoch trains at this share of crop_size, growing to the
+    # full crop (core.data.augmentation.progressive_resizing); 1 is off
+    progressive_resize_start: float = _model_default("progressive_resize_start", 1.0)
     train_hflip: bool = _model_default("train_hflip")
     # standard crop: the random crop's share of the image area and its aspect-ratio range,
     # as torchvision's RandomResizedCrop(scale=..., ratio=...)
@@ -229,7 +233,7 @@ class TrainConfig:
         """``validate()``'s messages paired with the field each one is about."""
         raw = [*_choice_problems(self), *_path_problems(self, check_paths),
                *_model_problems(self), *_number_problems(self),
-               *_augmentation_problems(self)]
+               *_augmentation_problems(self), *_progressive_resizing_problems(self)]
         return [(name, problem_text(name, message)) for name, message in raw]
 
 
@@ -416,6 +420,33 @@ def _augmentation_problems(config: TrainConfig) -> _Problems:
                             f"{'none' if name == 'auto_augment' else '0'} or choose standard")
                      for name in c.augmentations_on]
     return problems
+
+
+def _progressive_resizing_problems(config: TrainConfig) -> _Problems:
+    share = config.progressive_resize_start
+    if not 0.0 < share <= 1.0:
+        return [("progressive_resize_start", f"must be more than 0 and at most 1, where 1 is "
+                                             f"off (got {share})")]
+    if share == 1.0:
+        return []
+    if config.finetune == "last_layer":
+        return [("progressive_resize_start", "applies only when the backbone trains (finetune "
+                                             "'full' or 'head_then_full'): a frozen backbone's "
+                                             "features are computed once, at crop_size; set "
+                                             "it to 1")]
+    start = round(config.crop_size * share)
+    smallest = max(8, _smallest_input(config.model, start) or 0)
+    if smallest >= config.crop_size:
+        return [("progressive_resize_start", f"{config.model} takes no crop smaller than "
+                                             f"{smallest} px, so its training crops cannot "
+                                             "start smaller; set it to 1")]
+    if start < smallest:
+        lowest = math.ceil(100 * smallest / config.crop_size) / 100
+        return [("progressive_resize_start", f"starts the training crops at {start} px, "
+                                             f"smaller than {config.model} takes "
+                                             f"({smallest} px); raise it to at least "
+                                             f"{lowest:g} or set it to 1")]
+    return []
 
 
 def _valid_device_name(name: str) -> bool:

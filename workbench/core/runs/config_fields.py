@@ -166,6 +166,15 @@ _DESCRIPTIONS: tuple[FieldDescription, ...] = (
         "The side of the square crops the model sees; it must fit inside the resized image.",
         unit="pixels"),
     FieldDescription(
+        "progressive_resize_start", "Progressive resizing, first size",
+        "Train the first epoch on crops this share of the crop size, growing in equal steps "
+        "to the full crop by three quarters of the epochs (the last ones train at the full "
+        "crop): small images cost a fraction of the compute. Validation, prediction and "
+        "exports always use the full crop. 1 is off.",
+        unit="share of the crop size, more than 0, 1 is off",
+        applies=lambda c, x: c.finetune != "last_layer",
+        applies_text="when the backbone trains (finetune full or head_then_full)"),
+    FieldDescription(
         "crop_scale_min", "Crop area, smallest",
         "The smallest share of the image's area a random training crop may cover, as "
         "torchvision's RandomResizedCrop scale.",

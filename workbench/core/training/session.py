@@ -19,6 +19,11 @@ import torch
 from torch import nn
 
 from workbench.core.data.augmentation.mixing import batch_mixer_for
+from workbench.core.data.augmentation.progressive_resizing import (
+    describe_sizes,
+    resize_prepared_batch,
+    training_sizes,
+)
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.data_pipeline import DataPipeline, build_data_pipeline
 from workbench.core.data.decode_failures import FailedImages, left_out_message
@@ -41,6 +46,7 @@ from workbench.core.models.prediction_records import PredictionCollector, write_
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import CallbackList, EpochEnd, Message, Progress, RunEnd, RunStart
+from workbench.core.runs.model_catalog import TORCHVISION_MODELS, model_facts
 from workbench.core.runs.run_folder import (
     BEST_MODEL,
     DECODE_FAILURES,
@@ -130,6 +136,7 @@ class TrainingSession:
             self._say(level, text)
         for level, text in self.plan.notes:
             self._say(level, text)
+        self.training_sizes = self._training_sizes()
         self._build_data()
         # Before the schedule: a one-cycle schedule's length counts this process's steps.
         self.train_loader = self.dist.shard_loader(self.pipeline.train_loader, cfg.seed)
@@ -142,6 +149,16 @@ class TrainingSession:
         self.train_model = self.dist.wrap(self.model, self.device)
         self.ctx = self._step_context()
         self.sources = BatchSources(self.device, self._keep_images_on_device())
+
+    def _training_sizes(self) -> list[int]:
+        """Each epoch's training crop (progressive resizing; every one crop_size when off)."""
+        cfg = self.config
+        smallest = model_facts(cfg.model).min_size if cfg.model in TORCHVISION_MODELS else 8
+        sizes = training_sizes(cfg.crop_size, cfg.progressive_resize_start, cfg.epochs,
+                               smallest)
+        if any(size != cfg.crop_size for size in sizes):
+            self._say("info", describe_sizes(sizes, cfg.crop_size))
+        return sizes
 
     def _build_data(self) -> None:
         """The failed-image log, the loaders and the batch preparation on the device."""
@@ -352,6 +369,9 @@ class TrainingSession:
             self.train_loader, cfg.seed, epoch, cfg.batch_size,
             weights if isinstance(weights, torch.Tensor) else None)
         forward, prepare = self._forward_and_prepare(source, self.train_model)
+        size = self.training_sizes[epoch]
+        if not source.features and size != cfg.crop_size:
+            prepare = resize_prepared_batch(prepare, size, self.plan.channels_last)
         return run_training_steps(self.ctx, source.batches, source.steps, forward, prepare)
 
     def _enter_stage(self, epoch: int) -> str | None:

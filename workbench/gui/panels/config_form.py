@@ -46,7 +46,8 @@ _LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
                "backbone_lr_factor")),
     ("Crops", ("crop_mode", "crop_strategy", "resize_size", "interpolation", "crop_size",
                "crop_scale_min",
-               "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip")),
+               "crop_scale_max", "crop_ratio_min", "crop_ratio_max", "train_hflip",
+               "progressive_resize_start")),
     ("Augmentation (training only)", (
         "color_jitter_brightness", "color_jitter_contrast", "color_jitter_saturation",
         "color_jitter_hue", "rotation_degrees", "auto_augment", "rand_augment_num_ops",
@@ -85,6 +86,7 @@ _NUMBER_EDITORS: dict[str, dict[str, object]] = {
     "cutmix_alpha": {"decimals": 3, "step": 0.1},
     "label_smoothing": {"decimals": 3, "step": 0.05},
     "backbone_lr_factor": {"decimals": 4, "step": 0.05},
+    "progressive_resize_start": {"decimals": 3, "step": 0.05},
 }
 _TEXT_EDITORS: dict[str, tuple[str, bool]] = {  # field: (placeholder, browse button)
     "weights_file": ("a state_dict .pt file", True),

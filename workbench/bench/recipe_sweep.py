@@ -69,6 +69,10 @@ STAGES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
                {"batch_size": 16})),
     ("label smoothing", ({"label_smoothing": 0.0}, {"label_smoothing": 0.1})),
     ("resolution", ({"resize_size": 28, "crop_size": 28}, {"resize_size": 20, "crop_size": 20})),
+    # Progressive resizing: the first epoch at this share of the crop, growing to it.
+    ("progressive resizing", ({"progressive_resize_start": 1.0},
+                              {"progressive_resize_start": 0.5},
+                              {"progressive_resize_start": 0.75})),
     # The LR finder's suggestion (from this many range-test steps) in place of the fixed lr.
     ("lr refine", ({}, {"lr": 5e-4}, {"lr": 2e-3})),
     ("lr finder", ({}, {"lr_from_finder": 60})),

@@ -73,6 +73,7 @@ from workbench.core.training.plan import plan_run
 from workbench.core.training.session_setup import (
     fit_to_training_set,
     image_cache_messages,
+    learning_rate_note,
     scan_for_training,
     seed_everything,
     share_batches_by_name,
@@ -136,6 +137,7 @@ class TrainingSession:
             self._say(level, text)
         for level, text in self.plan.notes:
             self._say(level, text)
+        self._say("info", learning_rate_note(cfg))
         self.training_sizes = self._training_sizes()
         self._build_data()
         # Before the schedule: a one-cycle schedule's length counts this process's steps.

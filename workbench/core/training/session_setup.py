@@ -15,6 +15,7 @@ from workbench.core.data.health.exclusion_list import apply_exclusions
 from workbench.core.data.image_cache import cache_path
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.model_defaults import defaults_for
 from workbench.core.runs.training_set_size import effective_batch_size, small_set_expectation
 
 # Images looked up in the cache to judge how much of a dataset it already holds.
@@ -52,6 +53,26 @@ def fit_to_training_set(config: TrainConfig, scan: DatasetScan,
     expectation = small_set_expectation(len(scan.train), len(scan.val))
     notes += [("info", expectation)] if expectation else []
     return config.replace(batch_size=batch.batch_size), notes
+
+
+# Models whose default lr won ``bench/recipe_sweep.py`` against the LR finder's suggestion.
+MEASURED_RECIPES = frozenset({"small_cnn"})
+
+
+def learning_rate_note(config: TrainConfig) -> str:
+    """Which learning rate the run trains at and where it comes from: the model's default
+    (which the recipe sweep kept over the LR finder's suggestion) or the user's own."""
+    default = defaults_for(config.model).get("lr")
+    rate = f"Learning rate {config.lr:g} ({config.optimizer}, schedule {config.scheduler}"
+    if config.finetune == "head_then_full":
+        rate += f"; the backbone at {config.backbone_lr_factor:g} x once it unfreezes"
+    if default is not None and config.lr == default:
+        measured = (", which beat the LR finder's suggestion on small real folders in the "
+                    "recipe sweep" if config.model in MEASURED_RECIPES else "")
+        return (f"{rate}): {config.model}'s default{measured}. Find learning rate… (or "
+                "`workbench lr-find`) suggests one for this folder.")
+    known = f"; {config.model}'s default is {default:g}" if default is not None else ""
+    return f"{rate}): as set{known}."
 
 
 def image_cache_messages(config: TrainConfig, scan: DatasetScan) -> list[tuple[str, str]]:

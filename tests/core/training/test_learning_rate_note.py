@@ -1,0 +1,43 @@
+"""A run says which learning rate it trains at and where it comes from: the model's default
+(for small_cnn, measured against the LR finder's suggestion) or the user's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.runs.model_defaults import apply_model_defaults
+from workbench.core.training.engine import train
+
+
+class Messages(Callback):
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def on_message(self, event) -> None:
+        self.texts.append(event.text)
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({}, "Learning rate 0.002 (adamw, schedule warmup_cosine): small_cnn's default, which beat "
+         "the LR finder's suggestion on small real folders in the recipe sweep. Find learning "
+         "rate… (or `workbench lr-find`) suggests one for this folder."),
+    ({"lr": 0.01}, "Learning rate 0.01 (adamw, schedule warmup_cosine): as set; small_cnn's "
+                   "default is 0.002."),
+], ids=["default", "set"])
+def test_the_log_says_which_learning_rate_and_why(tmp_path: Path, given: dict,
+                                                  said: str) -> None:
+    data = write_shape_dataset(tmp_path / "data", per_class=5, size=(28, 28))
+    given = {**given, "model": "small_cnn", "data_root": str(data), "device": "cpu",
+             "output_dir": str(tmp_path / "runs"), "epochs": 1, "workers": 0}
+    config = apply_model_defaults(TrainConfig(**given), explicit=given)
+    messages = Messages()
+
+    end = train(config, messages)
+
+    assert end.status == "completed", end.error
+    assert [text for text in messages.texts if text.startswith("Learning rate")] == [said]

@@ -1,26 +1,40 @@
-"""A folder of 2 classes x 8 images trains in the app with the defaults: pick the folder,
-Start, and the run completes; the log says once, as information, that the batch was lowered
-to the training set."""
+"""A tiny folder (2 classes x 8 images, 3 x 15) trains in the app with each model family's
+defaults (ViT and Swin, 224 px only, at 2 x 8: see CASES): pick the model so its defaults fill
+the form, open the folder, Start, and the run completes with the family's recipe; where the
+default batch exceeds the training set the log says once, as information, that the batch was
+lowered to it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from tests.cli.test_small_folders import (
+    CASES,
+    RECIPE,
+    SPLITS,
+    clamp_sentence,
+    tiny_crop,
+)
+from workbench.core.data.synthetic_images import SHAPES, write_shape_dataset
 
 RUN_TIMEOUT_MS = 120_000
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["resnet18", "small_cnn", "convnext_tiny"])
-def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Path,
-                                                    plant_imagenet_weights, model: str) -> None:
-    if model != "small_cnn":  # default weights: ImageNet's (convnext_tiny: AdamW's recipe)
+@pytest.mark.parametrize(("model", "classes", "per_class"), CASES)
+def test_a_tiny_folder_trains_with_each_familys_app_defaults(
+        qtbot, window, tmp_path: Path, plant_imagenet_weights, model: str, classes: int,
+        per_class: int) -> None:
+    from workbench.core.runs.model_defaults import defaults_for
+
+    defaults = defaults_for(model)
+    if defaults["weights"] == "imagenet":
         plant_imagenet_weights(model)
-    data = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=8,
+    data = write_shape_dataset(tmp_path / "data", classes=SHAPES[:classes], per_class=per_class,
                                size=(32, 32))
     form = window.config_form
     assert form.config().model == "resnet18"  # a new window starts with the default model
@@ -30,11 +44,16 @@ def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Pat
         window.open_folder(str(data))
     form.edit_field("epochs", 2)
     form.edit_field("output_dir", str(tmp_path / "runs"))
-    if model != "small_cnn":  # 224 px crops would cost seconds an epoch on this CPU
-        form.edit_field("resize_size", 32)
-        form.edit_field("crop_size", 32)
-    batch = {"resnet18": 32, "small_cnn": 16, "convnext_tiny": 32}[model]  # its default
-    assert (form.config().batch_size, form.config().crop_mode) == (batch, "standard")
+    crop = tiny_crop(model)
+    if crop is not None:  # the weights' 224 px crops would cost seconds an epoch on this CPU
+        form.edit_field("resize_size", crop)
+        form.edit_field("crop_size", crop)
+    batch = defaults["batch_size"]
+    shown = form.config()
+    assert (shown.batch_size, shown.crop_mode) == (batch, "standard")
+    assert {name: getattr(shown, name) for name in ("optimizer", "lr", "scheduler",
+                                                    "finetune")} == {
+        name: defaults[name] for name in ("optimizer", "lr", "scheduler", "finetune")}
     qtbot.waitUntil(window.controls.start_button.isEnabled, timeout=30_000)  # pre-flight
 
     with qtbot.waitSignal(window.controller.run_ended, timeout=RUN_TIMEOUT_MS) as ended:
@@ -42,11 +61,18 @@ def test_a_tiny_folder_trains_with_the_app_defaults(qtbot, window, tmp_path: Pat
     qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
 
     assert ended.args[0].status == "completed", ended.args[0].error
-    # 8 images a class: round(8 * 0.2) = 2 validate, so 2 x 6 = 12 train.
-    said = (f"Batch size (batch_size) {batch} is more than the 12 training images, so the run "
-            "trains with a batch of 12: one step an epoch, every image in it.")
+    train_images = SPLITS[(classes, per_class)][0]
     log = window.log_panel.toPlainText()
-    assert log.count(said) == 1, log
-    assert f"ERROR: {said}" not in log and f"WARNING: {said}" not in log
+    if batch > train_images:
+        said = clamp_sentence(batch, train_images)
+        assert log.count(said) == 1, log
+        assert f"ERROR: {said}" not in log and f"WARNING: {said}" not in log
+    else:
+        assert "is more than the" not in log, log
     assert window.log_panel.count("error") == 0, log
     assert form.config().batch_size == batch  # the form keeps what the user set
+    saved = json.loads((next((tmp_path / "runs").iterdir()) / "config.json").read_text())
+    config = saved["config"]
+    assert (config["model"], config["batch_size"]) == (model, min(batch, train_images))
+    recipe = {name: config[name] for name in RECIPE if name in defaults}
+    assert recipe == {name: defaults[name] for name in recipe}

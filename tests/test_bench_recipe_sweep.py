@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from workbench.bench.recipe_sweep import TIE, RecipeScore, main, pick_winner
+from workbench.core.runs.model_defaults import defaults_for
 
 
 def _score(accuracy: float, seconds: float, lr: float) -> RecipeScore:
@@ -40,3 +41,17 @@ def test_quick_sweep_runs_real_training_and_reports_which_lr_each_recipe_used(tm
     assert fixed["lrs_used"] == [first_winner["lr"]]
     assert found["recipe"]["lr_from_finder"] and found["lrs_used"] != fixed["lrs_used"]
     assert "winner:" in capsys.readouterr().out
+
+
+def test_model_sweeps_that_models_defaults_in_place_of_small_cnns(tmp_path):
+    output = tmp_path / "sweep.json"
+    start = '{"weights": "none", "finetune": "full", "resize_size": 16, "crop_size": 16}'
+    assert main(["--quick", "--model", "resnet18", "--stages", "lr finder",
+                 "--start-from", start, "-o", str(output)]) == 0
+    result = json.loads(output.read_text())
+
+    assert result["base"]["model"] == "resnet18"
+    fixed = result["rows"][0]
+    assert fixed["recipe"] == json.loads(start)
+    # The run trained at resnet18's own lr (small_cnn's is 0.002).
+    assert fixed["lrs_used"] == [defaults_for("resnet18")["lr"]] == [0.001]

@@ -13,6 +13,7 @@ import pytest
 from workbench.cli import build_parser, main
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FIELDS
+from workbench.core.runs.model_catalog import SCRATCH_RECIPE
 from workbench.core.runs.model_defaults import MODEL_DEFAULTS, apply_model_defaults
 
 
@@ -106,6 +107,29 @@ def test_weights_none_switches_an_unasked_last_layer_to_full_and_says_so(tmp_pat
     config = _saved(tmp_path, "--weights", "none")
     assert config.finetune == "full"
     assert "finetune set to 'full'" in capsys.readouterr().err
+
+
+def test_weights_none_gives_an_sgd_family_the_from_scratch_recipe_and_says_so(tmp_path, capsys):
+    config = _saved(tmp_path, "--model", "regnet_y_400mf", "--weights", "none")
+    assert {name: getattr(config, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+    err = capsys.readouterr().err
+    assert "note: adamw lr 0.001, schedule warmup_cosine: the recipe for training every " \
+           "layer from random weights" in err
+    # Pretrained weights keep the family's fine-tuning recipe.
+    config = _saved(tmp_path, "--model", "regnet_y_400mf")
+    assert (config.optimizer, config.lr, config.scheduler) == ("sgd", 0.001, "step")
+    # ConvNeXt's own AdamW recipe won from random weights too: it stays.
+    capsys.readouterr()
+    config = _saved(tmp_path, "--model", "convnext_tiny", "--weights", "none")
+    assert (config.optimizer, config.lr, config.weight_decay) == ("adamw", 1e-4, 0.05)
+    assert "from random weights" not in capsys.readouterr().err
+
+
+def test_a_recipe_field_given_keeps_the_whole_recipe_as_the_user_has_it(tmp_path, capsys):
+    config = _saved(tmp_path, "--weights", "none", "--lr", "0.05")
+    # Not adamw at the user's SGD-sized lr: the optimiser stays resnet18's sgd, step.
+    assert (config.optimizer, config.lr, config.scheduler) == ("sgd", 0.05, "step")
+    assert "from random weights" not in capsys.readouterr().err
 
 
 def test_weights_none_with_an_explicit_last_layer_is_refused_with_the_reason(tmp_path,

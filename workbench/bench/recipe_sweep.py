@@ -10,6 +10,10 @@ because speed is what the defaults are for.
     python -m workbench.bench.recipe_sweep -o sweep.json           # the README's table
     python -m workbench.bench.recipe_sweep --quick                 # a smoke run, seconds
     python -m workbench.bench.recipe_sweep --device cuda --jobs 8 --large -o sweep.json
+    python -m workbench.bench.recipe_sweep --model resnet18 --stages "from scratch" \
+        --start-from '{"weights": "none", "finetune": "full", "resize_size": 32, "crop_size": 32}'
+
+``--model`` sweeps another model's defaults (``defaults_for``) in place of small_cnn's.
 """
 
 from __future__ import annotations
@@ -76,6 +80,14 @@ STAGES: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = (
     # The LR finder's suggestion (from this many range-test steps) in place of the fixed lr.
     ("lr refine", ({}, {"lr": 5e-4}, {"lr": 2e-3})),
     ("lr finder", ({}, {"lr_from_finder": 60})),
+    # An ImageNet model started from random weights (the offline fallback): its fine-tuning
+    # recipe as it stands, against recipes for training every layer from scratch.
+    ("from scratch", ({}, {"optimizer": "sgd", "lr": 0.01, "scheduler": "cosine"},
+                      {"optimizer": "sgd", "lr": 0.05, "scheduler": "warmup_cosine"},
+                      {"optimizer": "adamw", "lr": 1e-3, "weight_decay": 1e-4,
+                       "scheduler": "warmup_cosine"},
+                      {"optimizer": "adamw", "lr": 2e-3, "weight_decay": 1e-4,
+                       "scheduler": "warmup_cosine"})),
 )
 QUICK_STAGES = (STAGES[0][0], STAGES[0][1][:2]), ("lr finder", ({}, {"lr_from_finder": 30}))
 BASE = {"model": "small_cnn", "epochs": 6}
@@ -116,13 +128,13 @@ def run_trial(job: tuple[str, dict[str, Any], dict[str, Any], str, str, int, str
 
     from workbench.core.runs.config import TrainConfig
     from workbench.core.runs.events import Callback
-    from workbench.core.runs.model_defaults import MODEL_DEFAULTS
+    from workbench.core.runs.model_defaults import defaults_for
     from workbench.core.training.engine import train
 
     stage, base, recipe, cell_label, folder, seed, device, threads = job
     torch.set_num_threads(threads)
     overrides = {k: v for k, v in recipe.items() if k != "lr_from_finder"}
-    defaults = {**MODEL_DEFAULTS["small_cnn"], **base, **overrides}
+    defaults = {**defaults_for(base["model"]), **base, **overrides}
     # A batch larger than the folder is clamped to it, as a run's batch is on a small folder.
     training_images = sum(1 for path in Path(folder, "train").rglob("*.png"))
     defaults["batch_size"] = min(defaults["batch_size"], training_images)
@@ -229,10 +241,10 @@ def _result(cells: tuple[Cell, ...], seeds: tuple[int, ...], device: str,
 
 def _key(job: tuple) -> str:
     """The run's effective settings: a candidate equal to the defaults reuses their runs."""
-    from workbench.core.runs.model_defaults import MODEL_DEFAULTS
+    from workbench.core.runs.model_defaults import defaults_for
 
     _stage, base, recipe, label, _folder, seed, device, _threads = job
-    settings = {**MODEL_DEFAULTS["small_cnn"], **base, **recipe}
+    settings = {**defaults_for(base["model"]), **base, **recipe}
     return json.dumps([settings, label, seed, device], sort_keys=True)
 
 
@@ -254,9 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", default="", help="comma-separated stage names (all)")
     parser.add_argument("--start-from", default="{}", help="JSON recipe the first stage starts "
                         "from (a winner of earlier stages)")
+    parser.add_argument("--model", default=BASE["model"], help="whose defaults the sweep "
+                        "starts from (default: small_cnn)")
     parser.add_argument("-o", "--output", default="")
     args = parser.parse_args(argv)
     base = {"epochs": 1, "batch_size": 32} if args.quick else {}
+    base["model"] = args.model
     if args.quick:
         cells, stages, seeds = QUICK_CELLS, QUICK_STAGES, (0,)
     else:

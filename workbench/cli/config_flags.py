@@ -14,7 +14,7 @@ from workbench.core.runs.config import (
 from workbench.core.runs.config_fields import describe, help_text
 from workbench.core.runs.model_defaults import (
     apply_model_defaults,
-    full_finetune_for_random_weights,
+    settings_for_weights,
 )
 
 
@@ -48,7 +48,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The config file (if any) with the flags over it, and the chosen model's defaults in
     every field neither sets (``workbench.core.runs.model_defaults``).
 
-    weights 'none' with a 'last_layer' nobody asked for becomes 'full', said on stderr.
+    weights 'none' with a 'last_layer' nobody asked for becomes 'full', and an ImageNet
+    model's recipe follows its weights (the from-scratch recipe for 'none') unless a recipe
+    field was given; each change is said on stderr.
     """
     config = TrainConfig.load(args.config) if args.config else TrainConfig()
     overrides = {
@@ -59,8 +61,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     in_file = fields_set_in_config_file(args.config) if args.config else []
     explicit = set(overrides) | set(in_file)
     config = apply_model_defaults(config.replace(**overrides), explicit)
-    config, note = full_finetune_for_random_weights(config, explicit)
-    if note:
+    config, notes = settings_for_weights(config, explicit)
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
     return config
 

@@ -24,8 +24,12 @@ from tests.conftest import TILE_COLOURS, draw_colour_tile
 from workbench.core.data.handwritten_digits import draw_digit
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
-from workbench.core.runs.model_catalog import catalogue_defaults
-from workbench.core.runs.model_defaults import MODEL_DEFAULTS, apply_model_defaults
+from workbench.core.runs.model_catalog import SCRATCH_RECIPE, catalogue_defaults
+from workbench.core.runs.model_defaults import (
+    MODEL_DEFAULTS,
+    apply_model_defaults,
+    settings_for_weights,
+)
 from workbench.core.training.engine import train
 
 
@@ -115,6 +119,21 @@ def test_resnet18_learns_colours_with_its_own_defaults(tmp_path: Path,
     assert any(f"ImageNet weights loaded from '{planted_imagenet_weights}'" in text
                for _, text in recorder.messages)
     assert_learned(recorder, end, classes=2, min_accuracy=0.9)  # chance is 1/2
+
+
+@pytest.mark.slow
+def test_resnet18_learns_colours_from_random_weights_with_the_scratch_recipe(
+        tmp_path: Path) -> None:
+    data = write_colour_tile_folder(tmp_path / "tiles", classes=2, train_per_class=48,
+                                    val_per_class=12, mislabelled=4, size=16)
+    given = dict(model="resnet18", weights="none", data_root=str(data), device="cpu",
+                 output_dir=str(tmp_path / "runs"), epochs=8, resize_size=16, crop_size=16)
+    config = apply_model_defaults(TrainConfig(**given), explicit=given)
+    config, notes = settings_for_weights(config, explicit=given)  # as the form and CLI do
+    assert {name: getattr(config, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+    assert config.finetune == "full" and len(notes) == 2
+    recorder = EpochRecorder()
+    assert_learned(recorder, train(config, recorder), classes=2, min_accuracy=0.9)
 
 
 # Each family's smallest model, trained with its own catalogue defaults on 32 px tiles (the

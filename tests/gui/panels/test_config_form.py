@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QCheckBox, QLineEdit
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FIELDS
+from workbench.core.runs.model_catalog import SCRATCH_RECIPE
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.widgets.form_fields import FieldRow
 
@@ -172,6 +173,24 @@ def test_weights_none_turns_last_layer_into_full_with_a_note(qtbot, form):
     assert form.config().finetune == "full"
     assert form.field_widget("finetune").currentText() == FIELDS["finetune"].choices["full"]
     assert "learns next to nothing" in form.defaults_note_text()
+
+
+def test_the_recipe_follows_the_weights_both_ways_unless_the_user_set_it(qtbot, form):
+    fine_tuning = {name: getattr(form.config(), name) for name in SCRATCH_RECIPE}
+    _set_widget(form, "weights", "none")
+    config = form.config()
+    assert {name: getattr(config, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+    assert form.field_widget("optimizer").currentText() == FIELDS["optimizer"].choices["adamw"]
+    assert "the recipe for training every layer from random weights" in \
+        form.defaults_note_text()
+    _set_widget(form, "weights", "imagenet")
+    assert {name: getattr(form.config(), name) for name in SCRATCH_RECIPE} == fine_tuning
+    assert "resnet18's fine-tuning recipe for pretrained weights" in form.defaults_note_text()
+
+    _set_widget(form, "lr", 0.03)  # the user's own lr: the recipe is theirs from now on
+    _set_widget(form, "weights", "none")
+    assert (form.config().optimizer, form.config().lr) == ("sgd", 0.03)
+    assert form.problems() == []
 
 
 def _label_of(form: ConfigForm, field: str) -> str:

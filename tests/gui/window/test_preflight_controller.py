@@ -13,6 +13,7 @@ import torchvision
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models import building
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.model_catalog import SCRATCH_RECIPE
 from workbench.gui.panels.training_controls import CHECKING_TEXT
 
 CHECK_MS = 30_000
@@ -200,12 +201,16 @@ def test_an_offline_download_says_so_and_trains_without_it(qtbot, window, config
     assert offer.download_button.text() == "Try again"
     assert offer.fallback_button.text() == "Train without downloading"
     assert offer.fallback_button.toolTip().startswith(
-        "Starting weights become None (a random start) and Fine-tune becomes Whole network")
+        "Starting weights become None (a random start), Fine-tune becomes Whole network and")
     assert not (tmp_path / "torch" / "hub" / "checkpoints" / name).exists()
 
     offer.fallback_button.click()
     changed = window.config_form.config()
     assert (changed.model, changed.weights, changed.finetune) == ("resnet18", "none", "full")
+    # The optimiser follows: the from-scratch recipe, said under the form as choosing None is.
+    assert {name: getattr(changed, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+    assert "the recipe for training every layer from random weights" in \
+        window.config_form.defaults_note_text()
     assert_startable(qtbot, window)
     assert not offer.isVisible()
     assert "Training without downloading: Starting weights become None" in \

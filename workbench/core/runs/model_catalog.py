@@ -61,6 +61,24 @@ RECIPES: dict[str, dict[str, Any]] = {
 _FAMILY_RECIPES = {"resnet": "sgd_step", "regnet": "sgd_step", "shufflenet": "sgd_step",
                    "mobilenet": "sgd_step", "efficientnet": "sgd_step",
                    "convnext": "adamw_cosine", "swin": "adamw_cosine", "vit": "adamw_cosine"}
+# Every layer trained from random weights (weights 'none', the offline fallback) by a family
+# whose fine-tuning recipe is sgd_step (lr 0.001, made to nudge pretrained features): the recipe
+# sweep's "from scratch" stage measured it against that recipe on real sets (README). The
+# adamw_cosine families keep their own recipe from scratch too: it won that stage for ConvNeXt.
+SCRATCH_RECIPE: dict[str, Any] = {"optimizer": "adamw", "lr": 1e-3, "weight_decay": 1e-4,
+                                  "scheduler": "warmup_cosine"}
+_SCRATCH_RECIPES = {"sgd_step": SCRATCH_RECIPE}
+# The fields a recipe sets: one is the user's, so all are (a recipe is not mixed from two).
+RECIPE_FIELDS = ("optimizer", "lr", "momentum", "weight_decay", "scheduler", "lr_step_size",
+                 "lr_gamma")
+
+
+def family_recipe(name: str, from_scratch: bool = False) -> dict[str, Any]:
+    """The recipe of torchvision model ``name``'s family (no torchvision import): for
+    fine-tuning pretrained weights, or for training from random weights (``from_scratch``)."""
+    family, _label = _TORCHVISION_MODELS[name]
+    recipe = _FAMILY_RECIPES[family]
+    return _SCRATCH_RECIPES.get(recipe, RECIPES[recipe]) if from_scratch else RECIPES[recipe]
 
 
 @dataclass(frozen=True)

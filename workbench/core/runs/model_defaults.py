@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Protocol, TypeVar
 
-from workbench.core.runs.model_catalog import TORCHVISION_MODELS, catalogue_defaults, model_facts
+from workbench.core.runs.model_catalog import (
+    RECIPE_FIELDS,
+    SCRATCH_RECIPE,
+    TORCHVISION_MODELS,
+    catalogue_defaults,
+    family_recipe,
+    model_facts,
+)
 
 # The model a new config starts with. TrainConfig's field defaults are this model's defaults
 # (config.py reads them from here), so the form, the command line and --help agree with a run.
@@ -104,6 +111,46 @@ def full_finetune_for_random_weights(
     return config.replace(finetune="full"), (
         "finetune set to 'full': with weights 'none' the network starts random, and training "
         "only the last layer on a random frozen network learns next to nothing.")
+
+
+def recipe_for_weights(config: Config, explicit: Collection[str] = ()
+                       ) -> tuple[Config, str | None]:
+    """An ImageNet model's optimiser recipe follows its starting weights: with weights 'none'
+    every layer trains from random values, which SGD at lr 0.001 (the fine-tuning recipe of
+    ResNet, RegNet, ShuffleNet, MobileNet and EfficientNet, made to nudge pretrained features)
+    does slowly, so ``SCRATCH_RECIPE`` takes its place there; with ImageNet weights or a file
+    the family's fine-tuning recipe comes back. ConvNeXt, Swin and ViT keep theirs.
+
+    Returns:
+        The config, and a sentence saying what was set and why (None when nothing was).
+        Nothing changes for small_cnn, or when any recipe field is in ``explicit``.
+    """
+    if config.model not in TORCHVISION_MODELS or any(f in explicit for f in RECIPE_FIELDS):
+        return config, None
+    scratch = config.weights == "none"
+    wanted = family_recipe(config.model, from_scratch=scratch)
+    changes = {name: value for name, value in wanted.items() if getattr(config, name) != value}
+    if not changes:
+        return config, None
+    recipe = f"{wanted['optimizer']} lr {wanted['lr']:g}, schedule {wanted['scheduler']}"
+    if wanted is SCRATCH_RECIPE:
+        why = ("the recipe for training every layer from random weights, measured against "
+               f"{config.model}'s fine-tuning recipe in the recipe sweep")
+    elif scratch:
+        why = f"{config.model}'s own recipe, which trains it from random weights too"
+    else:
+        why = f"{config.model}'s fine-tuning recipe for pretrained weights"
+    return config.replace(**changes), f"{recipe}: {why}."
+
+
+def settings_for_weights(config: Config, explicit: Collection[str] = ()
+                         ) -> tuple[Config, list[str]]:
+    """What the starting weights decide and the user left: 'full' fine-tuning for random
+    weights (``full_finetune_for_random_weights``) and the recipe (``recipe_for_weights``).
+    Returns the config and a sentence for each change."""
+    config, finetune_note = full_finetune_for_random_weights(config, explicit)
+    config, recipe_note = recipe_for_weights(config, explicit)
+    return config, [note for note in (finetune_note, recipe_note) if note]
 
 
 def random_frozen_backbone_problem(config: _Config) -> str | None:

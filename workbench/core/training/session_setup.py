@@ -15,6 +15,7 @@ from workbench.core.data.health.exclusion_list import apply_exclusions
 from workbench.core.data.image_cache import cache_path
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.model_catalog import SCRATCH_RECIPE, TORCHVISION_MODELS, family_recipe
 from workbench.core.runs.model_defaults import defaults_for
 from workbench.core.runs.training_set_size import effective_batch_size, small_set_expectation
 
@@ -61,17 +62,24 @@ MEASURED_RECIPES = frozenset({"small_cnn"})
 
 def learning_rate_note(config: TrainConfig) -> str:
     """Which learning rate the run trains at and where it comes from: the model's default
-    (which the recipe sweep kept over the LR finder's suggestion) or the user's own."""
-    default = defaults_for(config.model).get("lr")
+    (which the recipe sweep kept over the LR finder's suggestion), the from-scratch recipe of
+    an SGD-recipe ImageNet model started from random weights, or the user's own."""
+    scratch = (config.model in TORCHVISION_MODELS and config.weights == "none"
+               and family_recipe(config.model, from_scratch=True) is SCRATCH_RECIPE)
+    default = SCRATCH_RECIPE["lr"] if scratch else defaults_for(config.model).get("lr")
+    whose = "the from-scratch recipe's" if scratch else f"{config.model}'s default"
     rate = f"Learning rate {config.lr:g} ({config.optimizer}, schedule {config.scheduler}"
     if config.finetune == "head_then_full":
         rate += f"; the backbone at {config.backbone_lr_factor:g} x once it unfreezes"
     if default is not None and config.lr == default:
         measured = (", which beat the LR finder's suggestion on small real folders in the "
                     "recipe sweep" if config.model in MEASURED_RECIPES else "")
-        return (f"{rate}): {config.model}'s default{measured}. Find learning rate… (or "
+        if scratch:
+            measured = (f" for every layer of {config.model} from random weights, measured "
+                        "in the recipe sweep")
+        return (f"{rate}): {whose}{measured}. Find learning rate… (or "
                 "`workbench lr-find`) suggests one for this folder.")
-    known = f"; {config.model}'s default is {default:g}" if default is not None else ""
+    known = f"; {whose} is {default:g}" if default is not None else ""
     return f"{rate}): as set{known}."
 
 

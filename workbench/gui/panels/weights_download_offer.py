@@ -10,9 +10,10 @@ from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 from workbench.core.runs.events import Progress
 
 FALLBACK_TEXT = "Train without downloading"
-FALLBACK_CHANGES = ("Starting weights become None (a random start) and Fine-tune becomes Whole "
-                    "network: nothing to download, but the model learns more slowly and needs "
-                    "more images than one starting from ImageNet.")
+FALLBACK_CHANGES = ("Starting weights become None (a random start), Fine-tune becomes Whole "
+                    "network and, unless you set them, the optimiser and learning rate become "
+                    "the recipe for training from scratch: nothing to download, but the model "
+                    "learns more slowly and needs more images than one starting from ImageNet.")
 
 
 class WeightsDownloadOffer(QWidget):

@@ -210,8 +210,12 @@ class PreflightController(QObject):
         self.changed.emit()
 
     def train_without_download(self) -> None:
-        """Switch to weights that need no network: a random start, every layer trained."""
-        self._window.config_form.update_config(weights="none", finetune="full")
+        """Switch to weights that need no network: a random start, every layer trained, with
+        the from-scratch recipe where the user has not set one (as choosing None does)."""
+        form = self._window.config_form
+        form.edit_field("weights", "none")
+        if form.config().finetune != "full":  # a 'last_layer' the user had chosen
+            form.edit_field("finetune", "full")
         self._window.log_panel.append_text("info", f"Training without downloading: "
                                                    f"{FALLBACK_CHANGES}")
 

@@ -13,8 +13,10 @@ import pytest
 from workbench.cli import build_parser, main
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FIELDS
-from workbench.core.runs.model_catalog import SCRATCH_RECIPE
+from workbench.core.runs.model_catalog import scratch_recipe
 from workbench.core.runs.model_defaults import MODEL_DEFAULTS, apply_model_defaults
+
+RESNET_SCRATCH = scratch_recipe("resnet34")  # ResNet's recipe from random weights
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:
@@ -109,14 +111,14 @@ def test_weights_none_switches_an_unasked_last_layer_to_full_and_says_so(tmp_pat
     assert "finetune set to 'full'" in capsys.readouterr().err
 
 
-def test_weights_none_gives_an_sgd_family_the_from_scratch_recipe_and_says_so(tmp_path, capsys):
-    config = _saved(tmp_path, "--model", "regnet_y_400mf", "--weights", "none")
-    assert {name: getattr(config, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+def test_weights_none_gives_a_resnet_the_from_scratch_recipe_and_says_so(tmp_path, capsys):
+    config = _saved(tmp_path, "--model", "resnet34", "--weights", "none")
+    assert {name: getattr(config, name) for name in RESNET_SCRATCH} == RESNET_SCRATCH
     err = capsys.readouterr().err
     assert "note: adamw lr 0.001, schedule warmup_cosine: the recipe for training every " \
            "layer from random weights" in err
     # Pretrained weights keep the family's fine-tuning recipe.
-    config = _saved(tmp_path, "--model", "regnet_y_400mf")
+    config = _saved(tmp_path, "--model", "resnet34")
     assert (config.optimizer, config.lr, config.scheduler) == ("sgd", 0.001, "step")
     # ConvNeXt's own AdamW recipe won from random weights too: it stays.
     capsys.readouterr()

@@ -273,7 +273,10 @@ def test_the_first_nan_loss_stops_the_run_and_leaves_the_saved_files_alone(shape
     calls = {"training_forwards": 0}
 
     def nan_at_step_5(module: nn.Module, args, output):
-        if isinstance(module, torchvision.models.ResNet) and module.training:
+        # A training step's forward (the BatchNorm statistics recomputed before validation
+        # run in training mode without gradients).
+        if isinstance(module, torchvision.models.ResNet) and module.training \
+                and torch.is_grad_enabled():
             calls["training_forwards"] += 1
             if calls["training_forwards"] == 5:  # epoch 2, step 2
                 return output * float("nan")

@@ -11,9 +11,11 @@ from PySide6.QtWidgets import QCheckBox, QLineEdit
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.config_fields import FIELDS
-from workbench.core.runs.model_catalog import SCRATCH_RECIPE
+from workbench.core.runs.model_catalog import scratch_recipe
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.widgets.form_fields import FieldRow
+
+RESNET_SCRATCH = scratch_recipe("resnet18")  # ResNet's recipe from random weights
 
 
 def unusual_config(tmp_path: Path) -> TrainConfig:
@@ -176,15 +178,15 @@ def test_weights_none_turns_last_layer_into_full_with_a_note(qtbot, form):
 
 
 def test_the_recipe_follows_the_weights_both_ways_unless_the_user_set_it(qtbot, form):
-    fine_tuning = {name: getattr(form.config(), name) for name in SCRATCH_RECIPE}
+    fine_tuning = {name: getattr(form.config(), name) for name in RESNET_SCRATCH}
     _set_widget(form, "weights", "none")
     config = form.config()
-    assert {name: getattr(config, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+    assert {name: getattr(config, name) for name in RESNET_SCRATCH} == RESNET_SCRATCH
     assert form.field_widget("optimizer").currentText() == FIELDS["optimizer"].choices["adamw"]
     assert "the recipe for training every layer from random weights" in \
         form.defaults_note_text()
     _set_widget(form, "weights", "imagenet")
-    assert {name: getattr(form.config(), name) for name in SCRATCH_RECIPE} == fine_tuning
+    assert {name: getattr(form.config(), name) for name in RESNET_SCRATCH} == fine_tuning
     assert "resnet18's fine-tuning recipe for pretrained weights" in form.defaults_note_text()
 
     _set_widget(form, "lr", 0.03)  # the user's own lr: the recipe is theirs from now on
@@ -321,6 +323,12 @@ def test_the_form_trains_what_the_command_line_trains_for_each_model(qtbot, tmp_
 def test_each_tooltip_names_the_default_of_each_model_where_they_differ(qtbot, form):
     lr_help = form.findChild(FieldRow, "field_lr").help_text()
     assert "Default: 0.001 with resnet18, 0.002 with small_cnn." in lr_help
+    assert lr_help.endswith("With weights none: 0.001 with ResNet, 0.002 with MobileNet, 0.01 "
+                            "with ShuffleNet (their recipes for training from scratch), unless "
+                            "you set the recipe.")
+    optimizer_help = form.findChild(FieldRow, "field_optimizer").help_text()
+    assert "With weights none: AdamW with ResNet, AdamW with MobileNet, SGD with momentum " \
+           "with ShuffleNet" in optimizer_help
     crop_help = form.findChild(FieldRow, "field_crop_mode").help_text()
     assert crop_help.endswith("Default: One crop (random when training, centre when "
                               "validating).")

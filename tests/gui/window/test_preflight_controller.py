@@ -13,10 +13,12 @@ import torchvision
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models import building
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.model_catalog import SCRATCH_RECIPE
+from workbench.core.runs.model_catalog import scratch_recipe
 from workbench.gui.panels.training_controls import CHECKING_TEXT
 
 CHECK_MS = 30_000
+
+RESNET_SCRATCH = scratch_recipe("resnet18")  # ResNet's recipe from random weights
 
 
 @pytest.fixture
@@ -208,7 +210,7 @@ def test_an_offline_download_says_so_and_trains_without_it(qtbot, window, config
     changed = window.config_form.config()
     assert (changed.model, changed.weights, changed.finetune) == ("resnet18", "none", "full")
     # The optimiser follows: the from-scratch recipe, said under the form as choosing None is.
-    assert {name: getattr(changed, name) for name in SCRATCH_RECIPE} == SCRATCH_RECIPE
+    assert {name: getattr(changed, name) for name in RESNET_SCRATCH} == RESNET_SCRATCH
     assert "the recipe for training every layer from random weights" in \
         window.config_form.defaults_note_text()
     assert_startable(qtbot, window)

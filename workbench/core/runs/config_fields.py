@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from workbench.core.runs.model_catalog import MODEL_LABELS, SCRATCH_RECIPE
+from workbench.core.runs.model_catalog import MODEL_LABELS, scratch_recipe_values
 
 
 @dataclass(frozen=True)
@@ -449,11 +449,12 @@ def help_text(name: str, default: Any = None, list_values: bool = True,
         parts.append(f"Default: {_shown_default(description, common, list_values)}.")
     elif default is not None:
         parts.append(f"Default: {_shown_default(description, default, list_values)}.")
-    if per_model and name in SCRATCH_RECIPE:
-        scratch = _shown_default(description, SCRATCH_RECIPE[name], list_values)
-        parts.append(f"With weights none, ResNet, RegNet, ShuffleNet, MobileNet and "
-                     f"EfficientNet take {scratch} (the recipe for training from scratch) unless "
-                     "you set the recipe.")
+    scratch = scratch_recipe_values(name) if per_model else {}
+    if scratch:
+        shown = ", ".join(f"{_shown_default(description, value, list_values)} with {family}"
+                          for family, value in scratch.items())
+        parts.append(f"With weights none: {shown} (their recipes for training from scratch), "
+                     "unless you set the recipe.")
     return " ".join(parts)
 
 

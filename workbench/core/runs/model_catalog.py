@@ -61,13 +61,23 @@ RECIPES: dict[str, dict[str, Any]] = {
 _FAMILY_RECIPES = {"resnet": "sgd_step", "regnet": "sgd_step", "shufflenet": "sgd_step",
                    "mobilenet": "sgd_step", "efficientnet": "sgd_step",
                    "convnext": "adamw_cosine", "swin": "adamw_cosine", "vit": "adamw_cosine"}
-# Every layer trained from random weights (weights 'none', the offline fallback) by a family
-# whose fine-tuning recipe is sgd_step (lr 0.001, made to nudge pretrained features): the recipe
-# sweep's "from scratch" stage measured it against that recipe on real sets (README). The
-# adamw_cosine families keep their own recipe from scratch too: it won that stage for ConvNeXt.
-SCRATCH_RECIPE: dict[str, Any] = {"optimizer": "adamw", "lr": 1e-3, "weight_decay": 1e-4,
-                                  "scheduler": "warmup_cosine"}
-_SCRATCH_RECIPES = {"sgd_step": SCRATCH_RECIPE}
+# Every layer trained from random weights (weights 'none', the offline fallback): the recipe
+# sweep's "from scratch" stage measured each family's fine-tuning recipe (SGD lr 0.001 for
+# ResNet, MobileNet and ShuffleNet: made to nudge pretrained features) against recipes for
+# training from scratch, on real sets (README). A family listed here won with its recipe; the
+# others keep their own (ConvNeXt's AdamW recipe won that stage; RegNet and EfficientNet learned
+# too little at the sizes this machine can sweep to tell recipes apart).
+_FAMILY_SCRATCH_RECIPES: dict[str, dict[str, Any]] = {
+    "resnet": {"optimizer": "adamw", "lr": 1e-3, "weight_decay": 1e-4,
+               "scheduler": "warmup_cosine"},
+    "mobilenet": {"optimizer": "adamw", "lr": 2e-3, "weight_decay": 1e-4,
+                  "scheduler": "warmup_cosine"},
+    "shufflenet": {"optimizer": "sgd", "lr": 0.01, "momentum": 0.9, "weight_decay": 1e-4,
+                   "scheduler": "cosine"},
+}
+FAMILY_LABELS = {"resnet": "ResNet", "regnet": "RegNet", "shufflenet": "ShuffleNet",
+                 "mobilenet": "MobileNet", "efficientnet": "EfficientNet",
+                 "convnext": "ConvNeXt", "swin": "Swin", "vit": "ViT"}
 # The fields a recipe sets: one is the user's, so all are (a recipe is not mixed from two).
 RECIPE_FIELDS = ("optimizer", "lr", "momentum", "weight_decay", "scheduler", "lr_step_size",
                  "lr_gamma")
@@ -77,8 +87,21 @@ def family_recipe(name: str, from_scratch: bool = False) -> dict[str, Any]:
     """The recipe of torchvision model ``name``'s family (no torchvision import): for
     fine-tuning pretrained weights, or for training from random weights (``from_scratch``)."""
     family, _label = _TORCHVISION_MODELS[name]
-    recipe = _FAMILY_RECIPES[family]
-    return _SCRATCH_RECIPES.get(recipe, RECIPES[recipe]) if from_scratch else RECIPES[recipe]
+    fine_tuning = RECIPES[_FAMILY_RECIPES[family]]
+    return _FAMILY_SCRATCH_RECIPES.get(family, fine_tuning) if from_scratch else fine_tuning
+
+
+def scratch_recipe(name: str) -> dict[str, Any] | None:
+    """Model ``name``'s recipe for training from random weights where its family has one
+    (``_FAMILY_SCRATCH_RECIPES``), else None (it keeps its fine-tuning recipe)."""
+    family = _TORCHVISION_MODELS[name][0] if name in _TORCHVISION_MODELS else None
+    return _FAMILY_SCRATCH_RECIPES.get(family) if family else None
+
+
+def scratch_recipe_values(field: str) -> dict[str, Any]:
+    """Each family's from-scratch value of ``field`` (family label -> value)."""
+    return {FAMILY_LABELS[family]: recipe[field]
+            for family, recipe in _FAMILY_SCRATCH_RECIPES.items() if field in recipe}
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ from typing import Any, Protocol, TypeVar
 
 from workbench.core.runs.model_catalog import (
     RECIPE_FIELDS,
-    SCRATCH_RECIPE,
     TORCHVISION_MODELS,
     catalogue_defaults,
     family_recipe,
     model_facts,
+    scratch_recipe,
 )
 
 # The model a new config starts with. TrainConfig's field defaults are this model's defaults
@@ -116,10 +116,10 @@ def full_finetune_for_random_weights(
 def recipe_for_weights(config: Config, explicit: Collection[str] = ()
                        ) -> tuple[Config, str | None]:
     """An ImageNet model's optimiser recipe follows its starting weights: with weights 'none'
-    every layer trains from random values, which SGD at lr 0.001 (the fine-tuning recipe of
-    ResNet, RegNet, ShuffleNet, MobileNet and EfficientNet, made to nudge pretrained features)
-    does slowly, so ``SCRATCH_RECIPE`` takes its place there; with ImageNet weights or a file
-    the family's fine-tuning recipe comes back. ConvNeXt, Swin and ViT keep theirs.
+    every layer trains from random values, which SGD at lr 0.001 (ResNet's fine-tuning recipe,
+    made to nudge pretrained features) does slowly, so the families the recipe sweep measured
+    a better recipe for (``model_catalog.family_recipe``) take it; with ImageNet weights or a
+    file the family's fine-tuning recipe comes back.
 
     Returns:
         The config, and a sentence saying what was set and why (None when nothing was).
@@ -133,7 +133,7 @@ def recipe_for_weights(config: Config, explicit: Collection[str] = ()
     if not changes:
         return config, None
     recipe = f"{wanted['optimizer']} lr {wanted['lr']:g}, schedule {wanted['scheduler']}"
-    if wanted is SCRATCH_RECIPE:
+    if scratch and wanted is scratch_recipe(config.model):
         why = ("the recipe for training every layer from random weights, measured against "
                f"{config.model}'s fine-tuning recipe in the recipe sweep")
     elif scratch:
@@ -171,4 +171,5 @@ def model_summary(model: str) -> str:
     facts = model_facts(model)
     return (f"ImageNet acc@1 {facts.acc1:.1f}%, {facts.params / 1e6:.1f} M parameters, "
             f"{facts.gflops:.2f} GFLOPS, {facts.file_mib:.0f} MiB download; crop "
-            f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); {recipe}.")
+            f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); fine-tunes with "
+            f"{recipe}.")

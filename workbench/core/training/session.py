@@ -55,6 +55,10 @@ from workbench.core.runs.run_folder import (
     create_run_folder,
     write_run_config,
 )
+from workbench.core.training.batch_norm_statistics import (
+    recompute_batch_norm_statistics,
+    statistics_are_stale,
+)
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
 from workbench.core.training.early_stopping import early_stopping_for, kept_result_message
@@ -111,6 +115,7 @@ class TrainingSession:
         self._writer: MetricsWriter | None = None
         self.early_stopping = early_stopping_for(config)
         self._download_step: int | None = None  # the last percent (or MB) reported
+        self._said_batch_norm = False  # the BatchNorm recomputation is said once a run
 
     # ------------------------------------------------------------------ preparation
     def prepare(self) -> None:
@@ -267,6 +272,7 @@ class TrainingSession:
             if result.cancelled:
                 return self._end("cancelled")
             result = self.dist.reduce_epoch(result, self.device)  # every process's share
+            self._refresh_batch_norm_statistics(epoch)
             evaluation = self._evaluate()
             if self.control.cancel_requested:
                 return self._end("cancelled")
@@ -400,6 +406,28 @@ class TrainingSession:
         gc.collect()
         self.train_model = self.dist.wrap(self.model, self.device)
         self.ctx.model = self.train_model
+
+    def _refresh_batch_norm_statistics(self, epoch: int) -> None:
+        """Recompute BatchNorm running statistics on training batches before validating while
+        a network started from random weights has taken too few steps for them to be right
+        (``batch_norm_statistics``); said once a run."""
+        steps = (epoch + 1) * self._steps_per_epoch()
+        if self.plan.cache_features or self.control.cancel_requested or \
+                not statistics_are_stale(self.model, self.config.weights, steps):
+            return
+        source = self.sources.train_epoch(self.train_loader, self.config.seed, epoch,
+                                          self.config.batch_size, None)
+        if source.features:
+            return
+        used = recompute_batch_norm_statistics(self.model, source.batches, self.preparer,
+                                               self.ctx.autocast)
+        if used and not self._said_batch_norm:
+            self._said_batch_norm = True
+            self._say("info", f"Epoch {epoch + 1}: BatchNorm statistics recomputed on {used} "
+                              "training batches before validation. The network started from "
+                              "random weights and has taken too few steps for its running "
+                              "averages to forget their start; this repeats each epoch until "
+                              "it has.")
 
     def _evaluate(self) -> EvalResult:
         self.model.eval()

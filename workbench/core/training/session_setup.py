@@ -15,7 +15,7 @@ from workbench.core.data.health.exclusion_list import apply_exclusions
 from workbench.core.data.image_cache import cache_path
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.model_catalog import SCRATCH_RECIPE, TORCHVISION_MODELS, family_recipe
+from workbench.core.runs.model_catalog import scratch_recipe
 from workbench.core.runs.model_defaults import defaults_for
 from workbench.core.runs.training_set_size import effective_batch_size, small_set_expectation
 
@@ -64,9 +64,9 @@ def learning_rate_note(config: TrainConfig) -> str:
     """Which learning rate the run trains at and where it comes from: the model's default
     (which the recipe sweep kept over the LR finder's suggestion), the from-scratch recipe of
     an SGD-recipe ImageNet model started from random weights, or the user's own."""
-    scratch = (config.model in TORCHVISION_MODELS and config.weights == "none"
-               and family_recipe(config.model, from_scratch=True) is SCRATCH_RECIPE)
-    default = SCRATCH_RECIPE["lr"] if scratch else defaults_for(config.model).get("lr")
+    recipe = scratch_recipe(config.model) if config.weights == "none" else None
+    scratch = recipe is not None
+    default = recipe["lr"] if recipe is not None else defaults_for(config.model).get("lr")
     whose = "the from-scratch recipe's" if scratch else f"{config.model}'s default"
     rate = f"Learning rate {config.lr:g} ({config.optimizer}, schedule {config.scheduler}"
     if config.finetune == "head_then_full":

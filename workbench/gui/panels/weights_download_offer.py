@@ -8,12 +8,15 @@ from PySide6.QtCore import QSize, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
 from workbench.core.runs.events import Progress
+from workbench.core.runs.model_catalog import scratch_recipe_values
 
 FALLBACK_TEXT = "Train without downloading"
 FALLBACK_CHANGES = ("Starting weights become None (a random start), Fine-tune becomes Whole "
-                    "network and, unless you set them, the optimiser and learning rate become "
-                    "the recipe for training from scratch: nothing to download, but the model "
-                    "learns more slowly and needs more images than one starting from ImageNet.")
+                    f"network and, for a {' or '.join(scratch_recipe_values('lr'))} model "
+                    "whose recipe you have not set, the optimiser and "
+                    "learning rate become the recipe for training from scratch: nothing to "
+                    "download, but the model learns more slowly and needs more images than one "
+                    "starting from ImageNet.")
 
 
 class WeightsDownloadOffer(QWidget):

@@ -62,11 +62,13 @@ class _Epochs(Callback):
 
 
 def _train_recording(config: TrainConfig) -> tuple[object, dict[int, list[tuple[bool, int]]]]:
-    """Run ``config``; for each epoch, the (training?, side) of every batch small_cnn saw."""
+    """Run ``config``; for each epoch, the (training?, side) of every batch small_cnn saw.
+    A training step is a forward with gradients: the BatchNorm statistics recomputed before
+    validation (training mode, no gradients, at the crop) are not one."""
     seen: list[tuple[bool, int]] = []
 
     def record(module: torch.nn.Module, args: tuple) -> None:
-        if isinstance(module, SmallCNN):
+        if isinstance(module, SmallCNN) and (torch.is_grad_enabled() or not module.training):
             seen.append((module.training, args[0].shape[-1]))
 
     epochs = _Epochs(seen)

@@ -1,0 +1,91 @@
+"""BatchNorm statistics recomputed before validation while a network from random weights has
+taken too few steps: which networks qualify, what the recomputation sets, and that it leaves
+the rest of the model as it was."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+from torch import nn
+
+from workbench.core.training.batch_norm_statistics import (
+    STALE_SHARE,
+    recompute_batch_norm_statistics,
+    stale_share,
+    statistics_are_stale,
+)
+
+
+def _net(momentum: float | None = 0.1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4, momentum=momentum),
+                         nn.Flatten(), nn.Linear(4 * 2 * 2, 2))
+
+
+def _identity(inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return inputs, labels
+
+
+def test_the_share_of_the_start_left_follows_the_smallest_momentum() -> None:
+    net = nn.Sequential(_net(0.1), nn.BatchNorm1d(2, momentum=0.01))
+    assert stale_share(net, 0) == 1.0
+    assert stale_share(net, 60) == pytest.approx(0.99 ** 60)  # the 0.01 layer: 55% left
+    net[1].eval()  # frozen: training does not move its averages, so they are not counted
+    assert stale_share(net, 60) == pytest.approx(0.9 ** 60)
+    assert stale_share(nn.Linear(2, 2), 3) == 0.0  # no BatchNorm
+    assert stale_share(_net(None), 3) == 0.0  # a cumulative average keeps no start
+
+
+def test_only_random_weights_with_few_steps_are_stale() -> None:
+    net = _net(0.1)  # 0.9 ** 44 = 0.0097: under the 1% left that counts as stale
+    assert statistics_are_stale(net, "none", 43) and not statistics_are_stale(net, "none", 44)
+    assert 0.9 ** 43 > STALE_SHARE > 0.9 ** 44
+    assert not statistics_are_stale(net, "imagenet", 1)  # ImageNet's averages suit
+    assert not statistics_are_stale(net, "file", 1)
+
+
+def test_the_running_averages_become_the_mean_over_the_batches_and_the_rest_is_kept() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(*_net(0.01), nn.BatchNorm1d(2))
+    net.train()
+    net[4].eval()  # a frozen layer: it keeps its averages and its mode
+    net[4].running_mean.fill_(7.0)
+    weights = {name: value.clone() for name, value in net.state_dict().items()
+               if "running" not in name and "num_batches" not in name}
+    batches = [(torch.randn(8, 3, 2, 2) * 3 + 5, torch.zeros(8, dtype=torch.long))
+               for _ in range(3)]
+    conv_outputs = torch.cat([net[0](images) for images, _ in batches])
+
+    used = recompute_batch_norm_statistics(net, iter(batches), _identity, contextlib.nullcontext)
+
+    assert used == 3
+    bn = net[1]
+    # Equal batches: the average of the batch means is the mean of all their pixels.
+    expected_mean = conv_outputs.mean(dim=(0, 2, 3))
+    assert torch.allclose(bn.running_mean, expected_mean, atol=1e-5)
+    # Each batch's unbiased variance, averaged (as the layer's own update computes it).
+    per_batch = torch.stack([net[0](images).var(dim=(0, 2, 3), unbiased=True)
+                             for images, _ in batches])
+    assert torch.allclose(bn.running_var, per_batch.mean(0), atol=1e-4)
+    assert bn.momentum == 0.01 and bn.training and not net[4].training
+    assert torch.all(net[4].running_mean == 7.0) and net[4].num_batches_tracked.item() == 0
+    assert all(torch.equal(value, net.state_dict()[name]) for name, value in weights.items())
+
+
+def test_max_batches_and_single_images_limit_what_is_averaged() -> None:
+    net = _net()
+    one_image = (torch.randn(1, 3, 2, 2), torch.zeros(1, dtype=torch.long))
+    batches = [one_image] + [(torch.randn(4, 3, 2, 2), torch.zeros(4, dtype=torch.long))] * 5
+    assert recompute_batch_norm_statistics(net, iter(batches), _identity,
+                                           contextlib.nullcontext, max_batches=2) == 2
+    assert net[1].num_batches_tracked.item() == 2
+
+
+def test_no_batches_leave_the_averages_as_they_were() -> None:
+    net = _net()
+    net[1].running_mean.fill_(3.0)
+    net[1].running_var.fill_(2.0)
+    assert recompute_batch_norm_statistics(net, iter([]), _identity,
+                                           contextlib.nullcontext) == 0
+    assert torch.all(net[1].running_mean == 3.0) and torch.all(net[1].running_var == 2.0)

@@ -5,17 +5,23 @@ the rest of the model as it was."""
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 import torch
+import torchvision
 from torch import nn
 
+from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
 from workbench.core.training.batch_norm_statistics import (
     STALE_SHARE,
     recompute_batch_norm_statistics,
     stale_share,
     statistics_are_stale,
 )
+from workbench.core.training.engine import train
 
 
 def _net(momentum: float | None = 0.1) -> nn.Sequential:
@@ -89,3 +95,39 @@ def test_no_batches_leave_the_averages_as_they_were() -> None:
     assert recompute_batch_norm_statistics(net, iter([]), _identity,
                                            contextlib.nullcontext) == 0
     assert torch.all(net[1].running_mean == 3.0) and torch.all(net[1].running_var == 2.0)
+
+
+class _Messages(Callback):
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def on_message(self, event) -> None:
+        self.texts.append(event.text)
+
+
+@pytest.mark.parametrize(("model", "weights", "recomputed"), [
+    ("resnet18", "none", True),
+    ("resnet18", "file", False),  # trained weights: their averages suit them
+    ("small_cnn", "none", False),  # same accuracy without it, and its first epoch is shorter
+])
+def test_a_run_recomputes_only_for_a_torchvision_model_from_random_weights(
+        tmp_path: Path, model: str, weights: str, recomputed: bool) -> None:
+    data = write_shape_dataset(tmp_path / "data", per_class=6, size=(20, 20))
+    weights_file = ""
+    if weights == "file":
+        weights_file = str(tmp_path / "resnet18.pt")
+        torch.save(torchvision.models.resnet18(num_classes=4).state_dict(), weights_file)
+    config = TrainConfig(model=model, weights=weights, weights_file=weights_file,
+                         finetune="full", data_root=str(data), device="cpu", epochs=2,
+                         batch_size=8, resize_size=16, crop_size=16, workers=0,
+                         output_dir=str(tmp_path / "runs"))
+    messages = _Messages()
+
+    end = train(config, messages)
+
+    assert end.status == "completed", end.error
+    said = [text for text in messages.texts if "BatchNorm statistics recomputed" in text]
+    assert said == (["Epoch 1: BatchNorm statistics recomputed on 3 training batches before "
+                     "validation. The network started from random weights and has taken too "
+                     "few steps for its running averages to forget their start; this repeats "
+                     "each epoch until it has."] if recomputed else [])

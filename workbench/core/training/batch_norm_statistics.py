@@ -16,7 +16,8 @@ The fix is the "precise BN" of Wu and Johnson (2021) and of fvcore / detectron2'
 mode without gradients and set each layer's running averages to the plain mean over them. It
 costs forward passes of up to ``MAX_BATCHES`` batches, and only runs while the averages still
 hold more than ``STALE_SHARE`` of their start, so large folders stop paying for it once enough
-steps have passed.
+steps have passed. The session applies it to the torchvision models only: small_cnn's two
+BatchNorm layers validated the same with and without it on the real sets.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from torch import nn
 
 # Recompute while a layer's running averages hold more than this share of their start.
 STALE_SHARE = 0.01
-# Training batches averaged over (fvcore averages 200; a small folder has fewer).
-MAX_BATCHES = 50
+# Training batches averaged over: enough images for the statistics (160 at batch 16), few
+# enough that a small folder's first epochs do not pay much for them.
+MAX_BATCHES = 10
 
 Prepare = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 

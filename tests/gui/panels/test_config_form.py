@@ -323,12 +323,12 @@ def test_the_form_trains_what_the_command_line_trains_for_each_model(qtbot, tmp_
 def test_each_tooltip_names_the_default_of_each_model_where_they_differ(qtbot, form):
     lr_help = form.findChild(FieldRow, "field_lr").help_text()
     assert "Default: 0.001 with resnet18, 0.002 with small_cnn." in lr_help
-    assert lr_help.endswith("With weights none: 0.001 with ResNet, 0.002 with MobileNet, 0.01 "
-                            "with ShuffleNet (their recipes for training from scratch), unless "
-                            "you set the recipe.")
+    assert lr_help.endswith("With weights none: 0.001 with ResNet, 0.002 with MobileNet, 0.002 "
+                            "with RegNet, 0.01 with ShuffleNet (their recipes for training from "
+                            "scratch), unless you set the recipe.")
     optimizer_help = form.findChild(FieldRow, "field_optimizer").help_text()
-    assert "With weights none: AdamW with ResNet, AdamW with MobileNet, SGD with momentum " \
-           "with ShuffleNet" in optimizer_help
+    assert "With weights none: AdamW with ResNet, AdamW with MobileNet, AdamW with RegNet, SGD " \
+           "with momentum with ShuffleNet" in optimizer_help
     crop_help = form.findChild(FieldRow, "field_crop_mode").help_text()
     assert crop_help.endswith("Default: One crop (random when training, centre when "
                               "validating).")

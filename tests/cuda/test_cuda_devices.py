@@ -14,7 +14,7 @@ from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.devices.gpu_monitor import GpuMonitor, nvml_free_memory, nvml_handle
 from workbench.core.devices.memory import memory_stats
 from workbench.core.runs.config import TrainConfig
-from workbench.core.training.batch_size_finder import TrainingStepProbe
+from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 

@@ -11,7 +11,7 @@ import torch
 
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
-from workbench.core.training.batch_size_finder import TrainingStepProbe, find_batch_size
+from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe, find_batch_size
 
 CAP_BYTES = 4 * 2**30
 RUN_TIMEOUT_MS = 300_000

@@ -296,7 +296,7 @@ def precision_layout_rows(work: Workload, device: str, steps: int = 20) -> list[
 
 def batch_size_rows(work: Workload, device: str) -> list[BenchRow]:
     """CUDA only: what the batch-size finder recommends for ``work`` with AMP."""
-    from workbench.core.training.batch_size_finder import find_batch_size
+    from workbench.core.training.tuning.batch_size_finder import find_batch_size
 
     config = workload_config(work, Path("."), Path("."), device, amp=True)
     result = find_batch_size(config, num_classes=4)

@@ -94,7 +94,7 @@ def _memory_fit_line(config: TrainConfig) -> str:
 def _cmd_find_batch(args: argparse.Namespace) -> int:
     from workbench.core.data.dataset_scan import DatasetError, scan_dataset
     from workbench.core.devices.selection import DeviceError, resolve_device
-    from workbench.core.training.batch_size_finder import find_batch_size, peak_memory_text
+    from workbench.core.training.tuning.batch_size_finder import find_batch_size, peak_memory_text
 
     config = config_from_args(args)
     # The data is not read: only the model, crops, precision and device matter here.

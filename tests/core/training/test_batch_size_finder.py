@@ -9,12 +9,12 @@ import torch
 
 from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
-from workbench.core.training.batch_size_finder import (
+from workbench.core.training.engine import train
+from workbench.core.training.tuning.batch_size_finder import (
     STEPS_PER_TRY,
     TrainingStepProbe,
     find_batch_size,
 )
-from workbench.core.training.engine import train
 
 
 def cnn_config(**changes: object) -> TrainConfig:

@@ -53,8 +53,9 @@ def detect_device_choices(extra: tuple[str, ...] = ()) -> DeviceChoices:
 
 def find_batch_size_stoppable(config: TrainConfig, num_classes: int, max_batch: int | None,
                               memory_limit: int | None, stop: threading.Event) -> Any:
-    """Pool job: :func:`~workbench.core.training.batch_size_finder.find_batch_size`, stoppable."""
-    from workbench.core.training.batch_size_finder import find_batch_size
+    """Pool job, stoppable:
+    :func:`~workbench.core.training.tuning.batch_size_finder.find_batch_size`."""
+    from workbench.core.training.tuning.batch_size_finder import find_batch_size
 
     return find_batch_size(config, num_classes, max_batch, memory_limit_bytes=memory_limit,
                            should_stop=stop.is_set)

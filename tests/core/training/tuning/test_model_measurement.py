@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.training.batch_size_finder import TrainingStepProbe
 from workbench.core.training.tuning import measurement_cache as cache_module
 from workbench.core.training.tuning import model_measurement
+from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe
 from workbench.core.training.tuning.measurement_cache import (
     MeasurementCache,
     MeasurementCacheWarning,

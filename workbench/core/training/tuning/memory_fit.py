@@ -20,7 +20,7 @@ from workbench.core.devices.gpu_monitor import nvml_free_memory
 from workbench.core.devices.memory import free_device_memory
 from workbench.core.devices.selection import resolve_device
 from workbench.core.runs.config import TrainConfig
-from workbench.core.training.batch_size_finder import TrainingStepProbe, peak_memory_text
+from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe, peak_memory_text
 
 HEADROOM = 0.9
 """A peak above this share of the free memory fits now but may not over a long run: the

@@ -3,13 +3,13 @@
 The catalogue's figures (ImageNet accuracy, parameters, GFLOPS) say what a model is; they do
 not say what it costs here. A measurement takes one model at one batch, crop, precision and
 fine-tune mode on one device and times the run's own training step on a synthetic batch (the
-batch finder's :class:`~workbench.core.training.batch_size_finder.TrainingStepProbe`: uint8
+batch finder's :class:`~workbench.core.training.tuning.batch_size_finder.TrainingStepProbe`: uint8
 images normalised on the device, forward, loss, backward and optimiser step; with
 ``last_layer`` only the head learns, as in a run, so that is the speed the user gets): a few
 untimed warm-up steps (cuDNN's autotuning and the allocator's growth happen there), then timed
 steps. It also times batch-1 inference (the median of several runs, a uint8 image to logits)
 and, on CUDA, reads the peak memory of the training steps and searches the largest batch that
-fits (:func:`~workbench.core.training.batch_size_finder.find_batch_size`).
+fits (:func:`~workbench.core.training.tuning.batch_size_finder.find_batch_size`).
 
 The CPU has no device memory to read and no memory limit to find (it swaps first), so those
 figures are None there, never estimated. Every measurement is of one crop a sample
@@ -33,7 +33,7 @@ from workbench.core.models.building import set_train_mode
 from workbench.core.runs.config import FINETUNE_MODES, MODELS, TrainConfig
 from workbench.core.runs.model_catalog import unknown_model_message
 from workbench.core.runs.model_defaults import defaults_for
-from workbench.core.training.batch_size_finder import TrainingStepProbe, find_batch_size
+from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe, find_batch_size
 
 WARMUP_STEPS = {"cuda": 3, "cpu": 1}
 TIMED_STEPS = {"cuda": 10, "cpu": 2}

@@ -195,6 +195,19 @@ def test_the_recipe_follows_the_weights_both_ways_unless_the_user_set_it(qtbot, 
     assert form.problems() == []
 
 
+def test_a_loaded_configs_recipe_survives_editing_another_field(qtbot, form):
+    """A config loaded from a file or a past run is the user's: editing its epochs must not
+    swap its recipe for the one its weights would get."""
+    loaded = form.config().replace(model="resnet18", weights="none", finetune="full",
+                                   optimizer="sgd", lr=0.05, scheduler="cosine")
+    form.set_config(loaded)
+    _set_widget(form, "epochs", 7)
+    config = form.config()
+    assert (config.optimizer, config.lr, config.scheduler, config.epochs) == \
+        ("sgd", 0.05, "cosine", 7)
+    assert form.defaults_note_text() == ""
+
+
 def _label_of(form: ConfigForm, field: str) -> str:
     """The text the form shows for ``field``: its row label, or its check box's text."""
     widget = form.field_widget(field)

@@ -85,12 +85,10 @@ RECIPE_FIELDS = ("optimizer", "lr", "momentum", "weight_decay", "scheduler", "lr
                  "lr_gamma")
 
 
-def family_recipe(name: str, from_scratch: bool = False) -> dict[str, Any]:
-    """The recipe of torchvision model ``name``'s family (no torchvision import): for
-    fine-tuning pretrained weights, or for training from random weights (``from_scratch``)."""
+def family_recipe(name: str) -> dict[str, Any]:
+    """The fine-tuning recipe of torchvision model ``name``'s family (no torchvision import)."""
     family, _label = _TORCHVISION_MODELS[name]
-    fine_tuning = RECIPES[_FAMILY_RECIPES[family]]
-    return _FAMILY_SCRATCH_RECIPES.get(family, fine_tuning) if from_scratch else fine_tuning
+    return RECIPES[_FAMILY_RECIPES[family]]
 
 
 def scratch_recipe(name: str) -> dict[str, Any] | None:

@@ -118,7 +118,7 @@ def recipe_for_weights(config: Config, explicit: Collection[str] = ()
     """An ImageNet model's optimiser recipe follows its starting weights: with weights 'none'
     every layer trains from random values, which SGD at lr 0.001 (ResNet's fine-tuning recipe,
     made to nudge pretrained features) does slowly, so the families the recipe sweep measured
-    a better recipe for (``model_catalog.family_recipe``) take it; with ImageNet weights or a
+    a better recipe for (``model_catalog.scratch_recipe``) take it; with ImageNet weights or a
     file the family's fine-tuning recipe comes back.
 
     Returns:
@@ -128,12 +128,13 @@ def recipe_for_weights(config: Config, explicit: Collection[str] = ()
     if config.model not in TORCHVISION_MODELS or any(f in explicit for f in RECIPE_FIELDS):
         return config, None
     scratch = config.weights == "none"
-    wanted = family_recipe(config.model, from_scratch=scratch)
+    from_scratch = scratch_recipe(config.model) if scratch else None
+    wanted = from_scratch or family_recipe(config.model)
     changes = {name: value for name, value in wanted.items() if getattr(config, name) != value}
     if not changes:
         return config, None
     recipe = f"{wanted['optimizer']} lr {wanted['lr']:g}, schedule {wanted['scheduler']}"
-    if scratch and wanted is scratch_recipe(config.model):
+    if from_scratch:
         why = ("the recipe for training every layer from random weights, measured against "
                f"{config.model}'s fine-tuning recipe in the recipe sweep")
     elif scratch:

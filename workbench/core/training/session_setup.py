@@ -62,21 +62,21 @@ MEASURED_RECIPES = frozenset({"small_cnn"})
 
 def learning_rate_note(config: TrainConfig) -> str:
     """Which learning rate the run trains at and where it comes from: the model's default
-    (which the recipe sweep kept over the LR finder's suggestion), the from-scratch recipe of
-    an SGD-recipe ImageNet model started from random weights, or the user's own."""
-    recipe = scratch_recipe(config.model) if config.weights == "none" else None
-    scratch = recipe is not None
-    default = recipe["lr"] if recipe is not None else defaults_for(config.model).get("lr")
-    whose = "the from-scratch recipe's" if scratch else f"{config.model}'s default"
+    (small_cnn's kept over the LR finder's suggestion by the recipe sweep), its family's recipe
+    for random weights (``scratch_recipe``), or the user's own."""
+    scratch = scratch_recipe(config.model) if config.weights == "none" else None
+    if scratch is not None:
+        default, whose = scratch["lr"], "the from-scratch recipe's"
+        measured = f" for every layer of {config.model} from random weights, measured in the " \
+                   "recipe sweep"
+    else:
+        default, whose = defaults_for(config.model).get("lr"), f"{config.model}'s default"
+        measured = (", which beat the LR finder's suggestion on small real folders in the "
+                    "recipe sweep" if config.model in MEASURED_RECIPES else "")
     rate = f"Learning rate {config.lr:g} ({config.optimizer}, schedule {config.scheduler}"
     if config.finetune == "head_then_full":
         rate += f"; the backbone at {config.backbone_lr_factor:g} x once it unfreezes"
     if default is not None and config.lr == default:
-        measured = (", which beat the LR finder's suggestion on small real folders in the "
-                    "recipe sweep" if config.model in MEASURED_RECIPES else "")
-        if scratch:
-            measured = (f" for every layer of {config.model} from random weights, measured "
-                        "in the recipe sweep")
         return (f"{rate}): {whose}{measured}. Find learning rate… (or "
                 "`workbench lr-find`) suggests one for this folder.")
     known = f"; {whose} is {default:g}" if default is not None else ""

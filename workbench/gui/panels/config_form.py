@@ -26,7 +26,8 @@ from workbench.core.runs.config import TrainConfig, defaults_by_model
 from workbench.core.runs.config_fields import FieldContext, applies, describe, help_text
 from workbench.core.runs.model_defaults import (
     apply_model_defaults,
-    settings_for_weights,
+    full_finetune_for_random_weights,
+    recipe_for_weights,
 )
 from workbench.gui.widgets.form_fields import (
     Binding,
@@ -249,8 +250,11 @@ class ConfigForm(QWidget):
             config = apply_model_defaults(edited, self._edited)
             if config != edited:
                 notes.append(f"{value} defaults applied to the fields not edited here.")
-        config, switched = settings_for_weights(config, self._edited)
-        notes += switched
+        config, switched = full_finetune_for_random_weights(config, self._edited)
+        notes += [switched] if switched else []
+        if field in ("model", "weights"):  # a loaded config's recipe is otherwise the user's
+            config, recipe_note = recipe_for_weights(config, self._edited)
+            notes += [recipe_note] if recipe_note else []
         self._defaults_note.setText(" ".join(notes))
         self._defaults_note.setVisible(bool(notes))
         if config != edited:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.training.bottleneck import STEADY_SPEED
 
 

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from workbench.core.data.decode_failures import read_failure_log
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import EpochEnd, Message, RunStart

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.core.data.synthetic_images import SHAPES, write_shape_dataset
+from workbench.core.data.generated.synthetic_images import SHAPES, write_shape_dataset
 
 # (classes, images a class) -> (training, validation images) of the automatic 20% split,
 # worked out by hand: round(8 * 0.2) = 2 and round(15 * 0.2) = 3 images a class validate.

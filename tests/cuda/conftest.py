@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.devices.selection import cuda_unavailable_reason
 from workbench.core.runs.config import TrainConfig
 

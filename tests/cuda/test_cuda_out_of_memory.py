@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe, find_batch_size
 

@@ -18,7 +18,7 @@ import pytest
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject, QSettings, QThread, QThreadPool, QTimer, Slot
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback, EpochEnd, RunEnd, RunStart
 from workbench.gui.ui_garbage_collector import UiGarbageCollector, start_ui_garbage_collector

@@ -11,9 +11,9 @@ import pytest
 from workbench.core.data.data_pipeline import ImageSampleDataset
 from workbench.core.data.dataset_scan import DatasetError, scan_dataset
 from workbench.core.data.decode_failures import read_failure_log
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.image_cache import load_image_uint8
 from workbench.core.data.multicrop import IGNORE_LABEL
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.data.transforms import build_eval_transform
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig

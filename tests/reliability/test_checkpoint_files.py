@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 import workbench
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.building import build_model
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
 from workbench.core.runs.config import TrainConfig

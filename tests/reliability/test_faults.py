@@ -26,7 +26,7 @@ import torch
 import torchvision
 from torch import nn
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.building import imagenet_weights_path
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.models.safe_load import load_tensors_file

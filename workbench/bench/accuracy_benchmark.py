@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from workbench.bench.report import BenchRow, ratio_row
-from workbench.core.data.handwritten_digits import write_digit_dataset
+from workbench.core.data.generated.handwritten_digits import write_digit_dataset
 from workbench.core.models.building import build_model
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback

@@ -34,6 +34,7 @@ import torch
 from PIL import Image, ImageOps
 
 from workbench.bench.real_image_sets import write_real_set
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.health.duplicate_groups import NEAR_DUPLICATE_BITS
 from workbench.core.data.health.generated_folders import near_copy
 from workbench.core.data.health.model_features import (
@@ -41,7 +42,6 @@ from workbench.core.data.health.model_features import (
     OUTLIER_Z,
     feature_findings,
 )
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.heads import classifier_head
 from workbench.core.models.prediction import image_crops, load_classifier
 from workbench.core.runs.config import TrainConfig

@@ -28,7 +28,7 @@ from torchvision import transforms as v1
 from workbench.bench.report import BenchRow, ratio_row
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.data_pipeline import ImageSampleDataset
-from workbench.core.data.synthetic_images import SHAPES, draw_shape_image
+from workbench.core.data.generated.synthetic_images import SHAPES, draw_shape_image
 from workbench.core.data.transforms import IMAGENET_MEAN, IMAGENET_STD, MultiCrop
 from workbench.core.runs.config import default_workers
 

@@ -110,7 +110,7 @@ class Trial:
 def write_cell(cell: Cell, root: Path) -> Path:
     """The cell's image folder (written once)."""
     from workbench.bench.real_image_sets import write_real_set
-    from workbench.core.data.handwritten_digits import write_digit_dataset
+    from workbench.core.data.generated.handwritten_digits import write_digit_dataset
 
     folder = root / cell.label
     if folder.is_dir():

@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 
 from workbench.bench.report import BenchRow, info_row, ratio_row
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.multicrop import multicrop_loss
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.devices.selection import resolve_device
 from workbench.core.models.building import apply_finetune_mode, build_model
 from workbench.core.runs.config import TrainConfig

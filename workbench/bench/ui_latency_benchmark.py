@@ -103,7 +103,7 @@ def measure_training(root: Path, epochs: int, stall_traces: Any = None) -> dict[
     """Heartbeat lateness from the first to the last event of a tiny run in the window."""
     from PySide6.QtWidgets import QApplication
 
-    from workbench.core.data.synthetic_images import write_shape_dataset
+    from workbench.core.data.generated.synthetic_images import write_shape_dataset
     from workbench.core.runs.config import TrainConfig
     from workbench.gui.window.main_window import MainWindow
 
@@ -198,7 +198,7 @@ def measure_preview(root: Path, size: tuple[int, int], stall_traces: Any = None
 def train_model_to_explain(root: Path) -> dict[str, Any]:
     """A best_model.pt of ResNet18 (one epoch on shapes, 56 px crops) and images to explain:
     four validation images and a 3000x2000 JPEG."""
-    from workbench.core.data.synthetic_images import write_shape_dataset
+    from workbench.core.data.generated.synthetic_images import write_shape_dataset
     from workbench.core.runs.config import TrainConfig
     from workbench.core.runs.events import Callback
     from workbench.core.training.engine import train

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from workbench.bench.report import BenchRow, ratio_row
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback, StepStats
 from workbench.core.training.engine import train

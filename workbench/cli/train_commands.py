@@ -131,7 +131,7 @@ def _cmd_find_batch(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from workbench.core.data.demo_data import demo_config, ensure_demo_dataset
+    from workbench.core.data.generated.demo_data import demo_config, ensure_demo_dataset
 
     data = ensure_demo_dataset(args.data_dir)
     print(f"demo dataset: {data}", file=sys.stderr)

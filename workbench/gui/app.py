@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _open_demo(window: MainWindow) -> None:
-    from workbench.core.data.demo_data import demo_config, ensure_demo_dataset
+    from workbench.core.data.generated.demo_data import demo_config, ensure_demo_dataset
 
     root = ensure_demo_dataset()
     # A desktop launch may start in any folder; keep demo runs where the user will find them.

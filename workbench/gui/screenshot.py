@@ -69,7 +69,7 @@ def settle(milliseconds: int = 400) -> None:
 
 def prepare_window(workdir: Path) -> MainWindow:
     """A window with throwaway settings, showing the demo dataset and demo config."""
-    from workbench.core.data.demo_data import demo_config, ensure_demo_dataset
+    from workbench.core.data.generated.demo_data import demo_config, ensure_demo_dataset
 
     settings = QSettings(str(workdir / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings=SettingsStore(settings))

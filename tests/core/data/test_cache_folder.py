@@ -18,8 +18,8 @@ from workbench.core.data.cache_folder import (
     default_cache_dir,
     free_bytes,
 )
+from workbench.core.data.generated.synthetic_images import draw_shape_image
 from workbench.core.data.image_cache import load_image_uint8
-from workbench.core.data.synthetic_images import draw_shape_image
 from workbench.core.units import byte_amount
 
 

@@ -22,8 +22,8 @@ from workbench.core.data.data_pipeline import (
 )
 from workbench.core.data.dataset_scan import scan_dataset
 from workbench.core.data.decode_failures import read_failure_log, read_warning_log
+from workbench.core.data.generated.synthetic_images import draw_shape_image, write_shape_dataset
 from workbench.core.data.image_cache import load_image_uint8
-from workbench.core.data.synthetic_images import draw_shape_image, write_shape_dataset
 from workbench.core.data.transforms import build_eval_transform, build_train_transform
 from workbench.core.runs.config import TrainConfig
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from workbench.core.data.dataset_scan import DatasetError, DatasetScan, SkippedFile, scan_dataset
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 
 
 def _files(folder: Path) -> set[str]:

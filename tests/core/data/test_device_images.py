@@ -15,7 +15,7 @@ from workbench.core.data.batched_crops import draw_resized_crops
 from workbench.core.data.data_pipeline import build_data_pipeline
 from workbench.core.data.dataset_scan import scan_dataset
 from workbench.core.data.device_images import load_device_images
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.transforms import RandomResizedCropFlip
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl

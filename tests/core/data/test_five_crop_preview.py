@@ -14,8 +14,8 @@ from torchvision.transforms.v2 import functional as F
 
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.five_crop_preview import five_crop_preview
+from workbench.core.data.generated.synthetic_images import draw_shape_image
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
-from workbench.core.data.synthetic_images import draw_shape_image
 from workbench.core.data.transforms import (
     build_eval_transform,
     build_train_transform,

@@ -13,13 +13,13 @@ import torch
 from PIL import Image
 
 from workbench.core.data import image_cache
+from workbench.core.data.generated.synthetic_images import draw_shape_image
 from workbench.core.data.image_cache import (
     ImageDecodeError,
     cache_path,
     load_image_uint8,
     read_image_size,
 )
-from workbench.core.data.synthetic_images import draw_shape_image
 
 
 def _photo(path: Path, size: tuple[int, int], seed: int = 0, **save: object) -> Path:

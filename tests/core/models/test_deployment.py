@@ -12,8 +12,8 @@ import onnxruntime as ort
 import pytest
 
 from tests.test_cli import run_cli
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.health.health_check import check_health
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.checkpoint_format import load_model_file
 from workbench.core.models.deployment import (
     FLOAT16_TOLERANCE,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models import export as export_module
 from workbench.core.models.building import build_model

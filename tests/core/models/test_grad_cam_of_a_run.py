@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.grad_cam import grad_cam_from_model_file
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback

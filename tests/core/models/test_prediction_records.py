@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from workbench.core.data.dataset_scan import scan_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.multicrop import multicrop_loss
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.prediction_records import PredictionCollector
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback

@@ -18,7 +18,7 @@ import pytest
 
 import workbench
 from workbench.cli import main
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.runs.run_index import list_runs

@@ -12,7 +12,7 @@ import torch
 import torchvision
 from torch import nn
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.training.batch_norm_statistics import (

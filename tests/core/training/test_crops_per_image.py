@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms.v2 import functional as TF
 
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.image_decoding import decode_file
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.data.transforms import normalization_for
 from workbench.core.models.building import build_model
 from workbench.core.models.checkpoint_format import load_checkpoint

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl

@@ -11,7 +11,7 @@ import pytest
 
 from workbench.cli.terminal_progress import TerminalProgress
 from workbench.core.data.decode_failures import read_failure_log, read_warning_log
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback, RunStart
 from workbench.core.runs.run_folder import DECODE_FAILURES

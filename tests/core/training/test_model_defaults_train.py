@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import TILE_COLOURS, draw_colour_tile
-from workbench.core.data.handwritten_digits import draw_digit
+from workbench.core.data.generated.handwritten_digits import draw_digit
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.runs.model_catalog import catalogue_defaults, scratch_recipe

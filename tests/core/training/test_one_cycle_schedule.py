@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import Callback

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from workbench.core.data.demo_data import DEMO_CLASSES, default_demo_dir
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.demo_data import DEMO_CLASSES, default_demo_dir
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.gui.window.main_window import MainWindow
 from workbench.gui.window.settings_store import SettingsStore
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.core.data.generated.synthetic_images import draw_shape_image
 from workbench.core.data.image_cache import load_image_uint8
-from workbench.core.data.synthetic_images import draw_shape_image
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.panels.config_form import ConfigForm
 from workbench.gui.widgets.image_cache_status import ImageCacheStatus

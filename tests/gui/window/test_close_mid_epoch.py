@@ -26,7 +26,7 @@ CHILD = r"""
 import json, sys, time
 from PySide6.QtCore import QSettings, QTimer
 from workbench.core.runs.config import TrainConfig
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.gui.app import create_application
 from workbench.gui.window.main_window import MainWindow
 

@@ -171,7 +171,7 @@ def test_config_files_load_save_and_errors_in_the_window(qtbot, window, tmp_path
 
 def test_a_partial_config_merges_over_the_settings_and_names_what_it_set(
         qtbot, window, shapes_dataset, tmp_path):
-    from workbench.core.data.synthetic_images import write_shape_dataset
+    from workbench.core.data.generated.synthetic_images import write_shape_dataset
 
     open_dataset(qtbot, window, shapes_dataset)
     window.config_form.update_config(lr=0.05, epochs=3)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torchvision
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models import building
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.model_catalog import scratch_recipe

@@ -19,7 +19,7 @@ from tests.cli.test_small_folders import (
     clamp_sentence,
     tiny_crop,
 )
-from workbench.core.data.synthetic_images import SHAPES, write_shape_dataset
+from workbench.core.data.generated.synthetic_images import SHAPES, write_shape_dataset
 
 RUN_TIMEOUT_MS = 120_000
 

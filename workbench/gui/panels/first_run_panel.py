@@ -23,7 +23,7 @@ MAX_RECENT_SHOWN = 6
 
 def ensure_demo_dataset_folder() -> str:
     """Pool thread: the demo dataset's folder, written there first if it is not complete."""
-    from workbench.core.data.demo_data import ensure_demo_dataset
+    from workbench.core.data.generated.demo_data import ensure_demo_dataset
 
     return str(ensure_demo_dataset())
 

@@ -325,7 +325,7 @@ class MainWindow(QMainWindow):
 
     def _on_demo_dataset_ready(self, root: str) -> None:
         """Open the demo dataset with the demo settings, keeping the device and output folder."""
-        from workbench.core.data.demo_data import demo_config
+        from workbench.core.data.generated.demo_data import demo_config
 
         current = self.config_form.config()
         config = demo_config(root, output_dir=current.output_dir).replace(device=current.device)

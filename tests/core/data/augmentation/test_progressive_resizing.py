@@ -16,7 +16,7 @@ from workbench.core.data.augmentation.progressive_resizing import (
     training_sizes,
 )
 from workbench.core.data.batch_preparation import BatchPreparer
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.building import SmallCNN
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.data.health.model_features import (
     FEATURE_FINDINGS_FILE,
     feature_findings,
     read_feature_findings,
 )
-from workbench.core.data.synthetic_images import write_shape_dataset
 from workbench.core.models.building import SmallCNN
 from workbench.core.models.prediction_records import PredictionCollector
 from workbench.core.runs.config import TrainConfig

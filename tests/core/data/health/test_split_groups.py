@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from tests.core.data.health.conftest import near_copy_maker, write_flat_folder_with_copies
-from workbench.core.data.dataset_scan import keep_duplicates_on_one_side, scan_dataset
+from workbench.core.data.dataset_scan import scan_dataset
+from workbench.core.data.dataset_split import keep_duplicates_on_one_side
 from workbench.core.data.health.health_check import check_health
 
 

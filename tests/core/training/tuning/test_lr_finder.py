@@ -12,7 +12,7 @@ from workbench.cli import main
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.data_pipeline import build_data_pipeline
 from workbench.core.data.dataset_scan import scan_dataset
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.building import build_model
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.tuning.lr_finder import lr_range_test, suggest_lr

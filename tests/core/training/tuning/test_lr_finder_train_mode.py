@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.models.building import apply_finetune_mode, build_model
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.tuning import lr_finder

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torchvision
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.engine import train
 from workbench.core.training.tuning.preflight import preflight

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.precision import FLOAT32
 from workbench.core.training.tuning.speed_probe import ProbeRow, SpeedProbeResult, probe_speed

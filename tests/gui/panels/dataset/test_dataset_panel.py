@@ -12,7 +12,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
 from workbench.core.data.dataset_scan import scan_dataset
-from workbench.core.data.synthetic_images import write_shape_dataset
+from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.gui.panels.dataset.dataset_panel import DatasetPanel
 
 SCAN_TIMEOUT_MS = 20_000

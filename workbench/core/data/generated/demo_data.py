@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from workbench.core.data.synthetic_images import SHAPES, write_shape_dataset
+from workbench.core.data.generated.synthetic_images import SHAPES, write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 
 DEMO_CLASSES = SHAPES[:4]

@@ -63,10 +63,14 @@ CUDA_BUILDS: tuple[CudaBuild, ...] = (
     CudaBuild("cu121", (12, 1), "530.30.02", "531.14", (5, 0), 9, last_torch=(2, 5)),
     CudaBuild("cu124", (12, 4), "550.54.14", "551.61", (5, 0), 9, last_torch=(2, 6)),
     CudaBuild("cu126", (12, 6), "560.28.03", "560.76", (5, 0), 9),
-    # From torch 2.8 the CUDA 12.8 and 12.9 wheels leave out Maxwell and Pascal (sm_50, sm_60).
-    CudaBuild("cu128", (12, 8), "570.26", "570.65", (7, 0), 12),
-    CudaBuild("cu129", (12, 9), "575.51.03", "576.02", (7, 0), 12),
-    # CUDA 13 compiles for Turing (sm_75) and newer only.
+    # From torch 2.8 the CUDA 12.8 and 12.9 wheels leave out Maxwell and Pascal (sm_50, sm_60);
+    # from 2.11 the 12.8 wheels leave out Volta (sm_70) too, and 2.12 dropped the 12.8 index
+    # (PyTorch's RFCs #172352 and #178665). CUDA 12.9 was published for 2.8 only.
+    CudaBuild("cu128", (12, 8), "570.26", "570.65", (7, 5), 12, last_torch=(2, 11)),
+    CudaBuild("cu129", (12, 9), "575.51.03", "576.02", (7, 0), 12, last_torch=(2, 8)),
+    # CUDA 13 compiles for Turing (sm_75) and newer only. torch 2.14 also publishes cu132 (its
+    # PyPI default on Linux); it is left out here until its minimum driver is in this table:
+    # cu130 runs on every card cu132 does, with a driver whose minimum is known.
     CudaBuild("cu130", (13, 0), "580.65.06", "580.88", (7, 5), 12),
 )
 

@@ -70,3 +70,29 @@ def test_one_cycle_climbs_a_quarter_then_falls_and_stays_at_the_end() -> None:
 def test_no_scheduler_is_none() -> None:
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
     assert build_scheduler(TrainConfig(scheduler="none"), optimizer) is None
+
+
+def test_the_optimiser_gets_every_setting_of_the_config() -> None:
+    from workbench.core.training.optimisers import build_optimizer, finetune_stage
+
+    weights = [torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))]
+    adamw = build_optimizer(TrainConfig(optimizer="adamw", lr=0.003, weight_decay=0.02), weights)
+    assert type(adamw) is torch.optim.AdamW
+    group = adamw.param_groups[0]
+    assert (group["lr"], group["weight_decay"], group["fused"]) == (0.003, 0.02, True)
+    # Parameter groups (head and backbone) keep their own lr; SGD's momentum and decay.
+    groups = [{"params": [weights[0]], "lr": 0.01}, {"params": [weights[1]], "lr": 0.001}]
+    sgd = build_optimizer(TrainConfig(optimizer="sgd", lr=0.5, momentum=0.8,
+                                      weight_decay=0.03), groups)
+    assert type(sgd) is torch.optim.SGD
+    assert [(g["lr"], g["momentum"], g["weight_decay"], g["fused"])
+            for g in sgd.param_groups] == [(0.01, 0.8, 0.03, True), (0.001, 0.8, 0.03, True)]
+    # Fused SGD with momentum starts from zeroed buffers; without momentum it keeps none.
+    assert torch.equal(sgd.state[weights[0]]["momentum_buffer"], torch.zeros(3))
+    plain = build_optimizer(TrainConfig(optimizer="sgd", momentum=0.0), [weights[0]])
+    assert plain.param_groups[0]["momentum"] == 0.0 and len(plain.state) == 0
+    # head_then_full: the head alone for head_epochs epochs, then everything.
+    staged = TrainConfig(finetune="head_then_full", head_epochs=2)
+    assert [finetune_stage(staged, epoch) for epoch in range(4)] == [
+        "head", "head", "full", "full"]
+    assert finetune_stage(TrainConfig(finetune="full"), 0) is None

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
+from workbench.gui.widgets.vertical_scroll_area import VerticalScrollArea
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 
 IMBALANCE_RATIO = 3.0
 MAX_RECENT_FOLDERS = 10
+# The sections' shares of the height: chart, scan or health findings, thumbnails.
+SCAN_SHARES = (2, 2, 5)
+HEALTH_SHARES = (2, 6, 3)
+CHART_MINIMUM_HEIGHT = 60  # two rows of bars; more rows scroll (the chart keeps its own height)
 WEIGHTED_LOSS = "weighted_loss"
 WEIGHTED_SAMPLER = "weighted_sampler"
 
@@ -138,6 +143,7 @@ class DatasetPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._folder = ""
+        self._shared = False  # the sections were given their shares of the height
         self._scan: DatasetScan | None = None
         self._recent: list[str] = []
         self._val_fraction = 0.2
@@ -207,7 +213,10 @@ class DatasetPanel(QWidget):
 
         classes_group = QGroupBox("Images per class")
         classes_layout = QVBoxLayout(classes_group)
-        classes_layout.addWidget(self.chart, 1)
+        # Many classes make the chart taller than the room: it scrolls, the window stays.
+        chart_scroll = VerticalScrollArea(self.chart)
+        chart_scroll.setMinimumHeight(CHART_MINIMUM_HEIGHT)
+        classes_layout.addWidget(chart_scroll, 1)
         classes_layout.addWidget(self.imbalance_box)
         self.issues_group = QGroupBox("Files left out and other problems")
         issues_layout = QVBoxLayout(self.issues_group)
@@ -322,6 +331,9 @@ class DatasetPanel(QWidget):
         self._update_issues(scan)
         self.thumbnails.set_dataset(scan.train, scan.val)
         self._update_class_filter(scan, keep_choice=False)  # another dataset, other classes
+        if not self._shared:  # the first folder; later the user's own split of the height
+            self._shared = True
+            self._share_height()
         self.dataset_scanned.emit(scan)
 
     @Slot(str)
@@ -348,11 +360,15 @@ class DatasetPanel(QWidget):
 
     @Slot(int)
     def _on_problem_tab_changed(self, _index: int) -> None:
-        # The health findings and their thumbnails need most of the height; the scan's list
-        # of skipped files does not.
-        shares = (2, 6, 3) if self.problem_tabs.currentWidget() is self.health_panel \
-            else (3, 2, 4)
-        total = sum(self.body_splitter.sizes())
+        self._share_height()
+
+    def _share_height(self) -> None:
+        """The sections' heights by their shares of the panel: the health findings and their
+        thumbnails need most of it; the scan's list of skipped files does not, and then two
+        rows of thumbnails fit on a 768 px screen."""
+        shares = HEALTH_SHARES if self.problem_tabs.currentWidget() is self.health_panel \
+            else SCAN_SHARES
+        total = sum(self.body_splitter.sizes()) or self.body_splitter.height()
         self.body_splitter.setSizes([total * share // sum(shares) for share in shares])
 
     @Slot(int)

@@ -108,6 +108,18 @@ class PredictionCollector:
             return []
         return torch.nonzero(torch.cat(self._labels) != IGNORE_LABEL).flatten().tolist()
 
+    def accuracy(self) -> float | None:
+        """The share of decoded images whose most probable class is their label (None when
+        none was collected)."""
+        if not self._labels:
+            return None
+        labels = torch.cat(self._labels)
+        kept = labels != IGNORE_LABEL
+        if not bool(kept.any()):
+            return None
+        predicted = torch.cat(self._probabilities).argmax(dim=1)
+        return float((predicted[kept] == labels[kept]).float().mean())
+
     def features(self) -> torch.Tensor | None:
         """``[N, D]`` penultimate features of every collected image (``watch_head``), in
         collection order; None when they were not kept for every batch."""
@@ -151,7 +163,8 @@ def write_best_feature_findings(collector: PredictionCollector, run_dir: Path | 
     try:
         report = feature_findings([samples[i][0] for i in decoded],
                                   [samples[i][1] for i in decoded], class_names,
-                                  features[decoded].numpy(), root)
+                                  features[decoded].numpy(), root,
+                                  accuracy=collector.accuracy())
         write_feature_findings(report, run_dir)
     except (OSError, ValueError) as exc:
         return f"the model's feature findings could not be written to {run_dir}: {exc}"

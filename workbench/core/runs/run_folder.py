@@ -57,10 +57,14 @@ def write_run_config(
     config: TrainConfig,
     environment: dict[str, Any],
     dataset: dict[str, Any],
+    ran: dict[str, Any] | None = None,
 ) -> None:
-    """config.json: the config plus what is needed to reproduce and compare runs."""
+    """config.json: the config plus what is needed to reproduce and compare runs; ``ran``:
+    what the run does on its device where that differs from what the config asks (the
+    precision, memory format and pinning that took effect)."""
     document = {
         "config": config.to_dict(),
+        **({"ran": ran} if ran is not None else {}),
         "seed": config.seed,
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
         "environment": environment,

@@ -73,7 +73,7 @@ def run_report_html(run_dir: str | Path, health_file: str | Path | None = None) 
     title = f"Run {summary.name}"
     sections = [
         _summary_section(summary, start, best),
-        _config_section(summary.config),
+        _config_section(summary.config, _what_ran(folder)),
         _curves_section(folder),
         _confusion_section(best, class_names),
         _class_metrics_section(best, class_names),
@@ -115,9 +115,36 @@ def _summary_section(summary: Any, start: Any, best: Any) -> str:
     return _section("summary", "Summary", _key_value_table(rows))
 
 
-def _config_section(config: dict[str, Any]) -> str:
-    body = _key_value_table([(key, json.dumps(value)) for key, value in config.items()])
-    return _section("config", "Configuration", body)
+# The settings that only take effect on some devices, and what config.json's "ran" says of each.
+_DEVICE_SETTINGS = {"amp": "precision", "channels_last": "memory_format",
+                    "pin_memory": "pin_memory"}
+
+
+def _config_section(config: dict[str, Any], ran: dict[str, Any] | None) -> str:
+    """The settings as asked; where the device made a setting take no effect (amp,
+    channels_last, pin_memory on a CPU), what ran beside it."""
+    rows = []
+    if ran:
+        pinned = "yes" if ran.get("pin_memory") else "no"
+        rows.append(("What ran", f"{ran.get('precision')}, {ran.get('memory_format')} memory "
+                                 f"format, pinned memory {pinned} on {ran.get('device')}"))
+    for key, value in config.items():
+        shown = json.dumps(value)
+        if ran and key in _DEVICE_SETTINGS and _DEVICE_SETTINGS[key] in ran:
+            took = ran[_DEVICE_SETTINGS[key]]
+            took = ("yes" if took else "no") if isinstance(took, bool) else took
+            shown = f"{shown} asked; ran: {took}"
+        rows.append((key, shown))
+    return _section("config", "Configuration", _key_value_table(rows))
+
+
+def _what_ran(folder: Path) -> dict[str, Any] | None:
+    """config.json's "ran" (None for runs written before it was recorded)."""
+    try:
+        ran = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("ran")
+    except (OSError, ValueError):
+        return None
+    return ran if isinstance(ran, dict) else None
 
 
 def _curves_section(folder: Path) -> str:
@@ -234,6 +261,14 @@ def _health_section(path: Path | None) -> str:
 
 
 def _model_findings_section(folder: Path) -> str:
+    path = folder / FEATURE_FINDINGS_FILE
+    try:
+        withheld = json.loads(path.read_text(encoding="utf-8")).get("withheld", "")
+    except (OSError, ValueError, AttributeError):
+        withheld = ""  # no file, or one the table below reports as unreadable
+    if withheld:
+        return _section("model-findings", "What the model's features found",
+                        f"<p class='muted'>{_e(str(withheld))}</p>")
     return _findings_section("model-findings", "What the model's features found",
                              folder / FEATURE_FINDINGS_FILE,
                              "No findings from the model's features were written (no epoch "

@@ -15,8 +15,8 @@ from workbench.core.data.health.exclusion_list import apply_exclusions
 from workbench.core.data.image_cache import cache_path
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.model_catalog import scratch_recipe
-from workbench.core.runs.model_defaults import defaults_for
+from workbench.core.runs.model_catalog import RECIPE_FIELDS, scratch_recipe
+from workbench.core.runs.model_defaults import defaults_for, recipe_words
 from workbench.core.runs.training_set_size import effective_batch_size, small_set_expectation
 
 # Images looked up in the cache to judge how much of a dataset it already holds.
@@ -73,7 +73,9 @@ def learning_rate_note(config: TrainConfig) -> str:
         default, whose = defaults_for(config.model).get("lr"), f"{config.model}'s default"
         measured = (", which beat the LR finder's suggestion on small real folders in the "
                     "recipe sweep" if config.model in MEASURED_RECIPES else "")
-    rate = f"Learning rate {config.lr:g} ({config.optimizer}, schedule {config.scheduler}"
+    words = recipe_words({name: getattr(config, name) for name in RECIPE_FIELDS},
+                         with_lr=False)
+    rate = f"Learning rate {config.lr:g} ({words}"
     if config.finetune == "head_then_full":
         rate += f"; the backbone at {config.backbone_lr_factor:g} x once it unfreezes"
     if default is not None and config.lr == default:

@@ -208,9 +208,10 @@ class HealthFindingsPanel(QWidget):
         named = {"model_near_duplicate": "near-duplicate group(s)", "model_outlier": "outlier(s)"}
         counts = " and ".join(f"{f.count:,} {named.get(f.kind, f.title.lower())}"
                               for f in report.findings)
-        self.model_label.setText(
+        withheld = getattr(report, "withheld", "")  # the model was too weak for findings
+        self.model_label.setText(withheld or (
             f"After training, the best model's features of the {report.images:,} validation "
-            f"images found {counts or 'nothing more'}, listed as (model) findings.")
+            f"images found {counts or 'nothing more'}, listed as (model) findings."))
         self.model_label.setToolTip(report.report_path)
         self.model_label.show()
         return True

@@ -70,7 +70,9 @@ def _train_and_maybe_export(config: TrainConfig, export: bool) -> int:
     if end.status != "completed":
         return 1
     if export and end.best_model_path:
-        return export_and_report(end.best_model_path, str(Path(end.run_dir) / "model_scripted.pt"))
+        from workbench.core.runs.run_folder import EXPORT_FILE
+
+        return export_and_report(end.best_model_path, str(Path(end.run_dir) / EXPORT_FILE))
     return 0
 
 

@@ -14,7 +14,8 @@ One path for training, preview and thumbnails, so they agree on every odd case:
 - Depth: 16-bit and 32-bit integer images are rescaled from 0..65535 to 0..255 (not clipped);
   float images are scaled from 0..1 when their values lie within it, else clipped to 0..255.
 - Transparency (RGBA, LA, palette or colour-key transparency) is composited over
-  ``TRANSPARENT_BACKGROUND``, a mid grey close to the mean of ImageNet photos.
+  ``TRANSPARENT_BACKGROUND``, a mid grey close to the mean of ImageNet photos, by
+  ``workbench.core.transparency`` (which the run report uses too).
 - CMYK, 1-bit, palette and other modes are converted by Pillow; multi-frame GIF/TIFF/WebP files
   give their first frame.
 
@@ -34,14 +35,18 @@ import stat
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from workbench.core.transparency import (  # noqa: F401 - TRANSPARENT_BACKGROUND re-exported
+    TRANSPARENT_BACKGROUND,
+    composite_transparency,
+    has_transparency,
+)
+
 # Pillow's default MAX_IMAGE_PIXELS (about 89.5 megapixels, 256 MiB as RGB), as our own fixed
 # limit: the global can be changed by any library, and beyond it Pillow only warns.
 MAX_DECODED_PIXELS = 1024 * 1024 * 1024 // 4 // 3
 # Wider than any phone panorama; a 1x2000 strip resized to a shorter side of 256 would be
 # half a million pixels long.
 MAX_ASPECT_RATIO = 50.0
-# Transparent pixels become this colour, in training, preview and thumbnails alike.
-TRANSPARENT_BACKGROUND = (128, 128, 128)
 
 _ORIENTATION_TAG = 0x0112
 _TRANSPOSING_ORIENTATIONS = (5, 6, 7, 8)
@@ -56,7 +61,6 @@ _ORIENTATION_METHODS = {
 }
 # Downscale factor below which torch resizes (faster there); Pillow above it.
 TORCH_RESIZE_MAX_FACTOR = 2.0
-_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 _WIDE_INTEGER_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N")
 # The resize interpolations (config field ``interpolation``) and Pillow's filter for each.
 _PILLOW_FILTERS = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
@@ -285,8 +289,8 @@ def _oriented(image: Image.Image) -> Image.Image:
 def _to_8bit_mode(image: Image.Image, mode: str) -> Image.Image:
     if image.mode in _WIDE_INTEGER_MODES or image.mode == "F":
         image = _rescaled_to_l(image)
-    if image.mode in _ALPHA_MODES or "transparency" in image.info:
-        image = _over_background(image)
+    if has_transparency(image):
+        image = composite_transparency(image)
     if image.mode != mode:
         image = image.convert(mode)
     return image
@@ -304,8 +308,3 @@ def _rescaled_to_l(image: Image.Image) -> Image.Image:
     scaled = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
     return Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), "L")
 
-
-def _over_background(image: Image.Image) -> Image.Image:
-    rgba = image.convert("RGBA")
-    background = Image.new("RGBA", rgba.size, (*TRANSPARENT_BACKGROUND, 255))
-    return Image.alpha_composite(background, rgba).convert("RGB")

@@ -25,6 +25,7 @@ from workbench.core.models.export import (
     PreprocessingClassifier,
     load_exported,
 )
+from workbench.core.models.export_formats import model_file_in_run_folder
 from workbench.core.models.onnx_export import is_onnx_file, load_onnx_export
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.config import TrainConfig
@@ -67,13 +68,20 @@ def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Ten
 
 
 def load_classifier(model_path: str | Path) -> ExportedModel:
-    """A model to classify with: a workbench model file (best_model.pt or a checkpoint, loaded
-    safely with its weights only), a workbench TorchScript export or a workbench ONNX export
-    (run with onnxruntime; class names and preprocessing from its metadata).
+    """A model to classify with: a run folder (its best_model.pt, or its TorchScript or ONNX
+    export where the checkpoint is gone), a workbench model file (best_model.pt or a
+    checkpoint, loaded safely with its weights only), a workbench TorchScript export or a
+    workbench ONNX export (run with onnxruntime; class names and preprocessing from its
+    metadata).
 
     Raises:
-        ExportError: The file is none of them; the message gives the reasons.
+        ExportError: The path is none of them; the message gives the reasons.
     """
+    if Path(model_path).is_dir():
+        try:
+            model_path = model_file_in_run_folder(model_path)
+        except FileNotFoundError as exc:
+            raise ExportError(str(exc)) from None
     if is_onnx_file(model_path):
         return load_onnx_export(model_path)
     try:

@@ -25,6 +25,7 @@ from workbench.core.runs.predictions_file import (
 )
 from workbench.core.runs.run_folder import FEATURE_FINDINGS_FILE
 from workbench.core.runs.run_index import best_epoch_events, read_run_summary, run_curves
+from workbench.core.transparency import composite_transparency
 
 REPORT_FILE = "report.html"
 THUMBNAIL_PX = 96
@@ -211,12 +212,15 @@ def _images_section(anchor: str, heading: str, text: str,
 
 
 def _thumbnail(path: str) -> str:
-    """The image as an inline PNG thumbnail, or a note when it cannot be read any more."""
+    """The image as an inline PNG thumbnail, or a note when it cannot be read any more.
+
+    Transparent pixels show the grey training composited them on, as the app's views do.
+    """
     from PIL import Image, ImageOps
 
     try:
         with Image.open(path) as image:
-            image = ImageOps.exif_transpose(image)
+            image = composite_transparency(ImageOps.exif_transpose(image))
             image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
             buffer = io.BytesIO()
             image.convert("RGB").save(buffer, format="PNG")

@@ -22,6 +22,7 @@ from workbench.cli import (
     train_commands,
 )
 from workbench.core.runs.config import ConfigError
+from workbench.core.warnings import quiet_covered_library_warnings
 
 COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, catalogue_commands,
                    data_commands, device_commands, run_commands, probe_commands)
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    quiet_covered_library_warnings()
     if args.command is None:
         from workbench.gui.app import main as gui_main
 

@@ -8,9 +8,14 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from workbench.core.data.health.findings import KINDS
+
     scan = sub.add_parser("scan", help="show the classes, counts and problems of an image folder")
-    scan.add_argument("folder")
-    scan.add_argument("--val-fraction", type=float, default=0.2)
+    scan.add_argument("folder", help="the image folder: one subfolder per class, or train/ and "
+                                     "val/ folders holding them")
+    scan.add_argument("--val-fraction", type=float, default=0.2, metavar="FRACTION",
+                      help="share of each class held out for validation when the folder has "
+                           "no val/ folder (default 0.2)")
     scan.add_argument("--no-header-check", action="store_true",
                       help="list files by name only, without opening each image's header "
                            "(faster on a slow disk; broken images then surface in training)")
@@ -24,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     scan.add_argument("--report", default="", help="with --health: where to write health.json")
     scan.add_argument("--leave-out", default="", metavar="KINDS",
                       help="with --health: write the files of these findings (comma-separated "
-                           "kinds, or 'all') to an exclusion list for train --exclude-file")
+                           "kinds, or 'all') to an exclusion list for train --exclude-file; "
+                           "kinds: " + ", ".join(kind for kind in KINDS if kind != "imbalance"))
     scan.add_argument("--exclude-output", default="",
                       help="with --leave-out: where to write the exclusion list "
                            "(default: exclude.txt beside health.json in the cache)")

@@ -36,7 +36,8 @@ h1{margin-bottom:0}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}
 .muted{color:#777}.grid{display:flex;flex-wrap:wrap;gap:10px}
-figure{margin:0;width:120px;font-size:11px}figure img{display:block;border:1px solid #ccc}
+figure{margin:0;width:120px;font-size:11px;overflow-wrap:anywhere}
+figure img{display:block;border:1px solid #ccc;max-width:118px;margin-bottom:2px}
 .bad{color:#b00020;font-weight:bold}.good{color:#1b7a1b}
 """
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
@@ -279,15 +280,19 @@ def _exports_section(folder: Path) -> str:
     for name, e in exports.items():
         verdict_class = "good" if e.get("verified") else "bad"
         rows.append(
-            f"<tr><td class='l'>{_e(name)}</td><td class='l'>{_e(str(e.get('export_format')))}"
+            f"<tr><td class='l'>{_e(name)}</td>"
+            f"<td class='l {verdict_class}'>{_e(str(e.get('verdict', '')))}</td>"
+            f"<td class='l'>{_e(str(e.get('export_format')))}"
             f"</td><td>{e.get('size_bytes', 0) / 2**20:.2f} MiB</td>"
             f"<td>{_pct(e.get('val_accuracy'))}</td><td>{_pct(e.get('top1_agreement'))}</td>"
             f"<td>{_number(e.get('latency_ms_median'))} ms</td>"
             f"<td>{_number(e.get('images_per_second'), 0)}</td>"
-            f"<td class='l {verdict_class}'>{_e(str(e.get('verdict', '')))}</td></tr>")
-    table = ("<table><tr><th class='l'>file</th><th class='l'>format</th><th>size</th>"
+            f"<td class='l'>{_e(str(e.get('verification', '')))}</td></tr>")
+    # The verdict first, beside the file's name; how it was made and checked last (detail).
+    table = ("<table><tr><th class='l'>file</th><th class='l'>verdict</th>"
+             "<th class='l'>format</th><th>size</th>"
              "<th>val accuracy</th><th>agreement with float32</th><th>batch-1 latency</th>"
-             "<th>images/s (batch 32)</th><th class='l'>verdict</th></tr>"
+             "<th>images/s (batch 32)</th><th class='l'>how it was made and checked</th></tr>"
              f"{''.join(rows)}</table>")
     return _section("exports", "Exports", table)
 

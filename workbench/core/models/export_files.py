@@ -29,7 +29,7 @@ from workbench.core.runs.atomic_io import follow_umask
 
 # The largest |logit difference| an export may show, as a share of the largest |logit| the
 # eager model gave on the check's images (at least 1): float32 rounding in a deep graph grows
-# with the logits' magnitude. Measured (README, "Export"): every catalogue model at 64 and
+# with the logits' magnitude. Measured (docs/export.md): every catalogue model at 64 and
 # 224 px stays within 1.6e-5 of that scale, ONNX included, so 1e-4 leaves a margin of six;
 # a file that computes otherwise (wrong normalisation, a flushed denormal) is off by the
 # logits' own order.

@@ -3,9 +3,13 @@ verdict names it, and the predicted classes must agree.
 
 A trained classifier's logits reach tens; float32 rounding in a deep graph grows with them,
 so onnxruntime's mobilenet_v3_small at 64 px differs from the eager model by about 2e-4
-(measured: 1.8e-4 at logits up to 66), which a fixed 1e-4 refused. Every catalogue model
-that trains at 64 px (the smallest of each family) is exported both ways at 64 px here with
-logits of a trained model's size.
+(measured: 1.8e-4 at logits up to 66), which a fixed 1e-4 refused. The catalogue models
+here are the two whose ONNX files the fixed 1e-4 refused at 64 px with trained-sized logits
+(mobilenet_v3_small, the reported case, and resnet18); every catalogue model that trains at
+64 px is exported both ways by ``python -m workbench.bench.export_families --crop 64
+--trained-logits 40`` (docs/export.md has its table): an ONNX export of a catalogue network
+takes 10 to 30 s on a 2-core CPU, too long to repeat for all of them in the suite. TorchScript
+reproduces the eager model exactly (0.0 on every model measured), so only ONNX is exported.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import torch
 import workbench.core.models.export as export_module
 from workbench.bench.export_families import _set_batchnorm_statistics
 from workbench.core.models.building import build_model
-from workbench.core.models.export import export_torchscript, load_exported
+from workbench.core.models.export import export_torchscript
 from workbench.core.models.export_files import (
     ExportError,
     FreshProcessVerifier,
@@ -30,10 +34,12 @@ from workbench.core.runs.model_catalog import MODEL_NAMES, SMALL_CNN, model_fact
 
 CLASSES = ["ant", "bee", "cicada"]
 CROP = 64
-# The smallest catalogue model of each family that trains at 64 px.
+# The smallest catalogue model of each family that trains at 64 px (the bench exports these
+# and the rest; the suite exports the two the fixed tolerance refused).
 SMALLEST_OF_EACH_FAMILY = ("mobilenet_v3_small", "resnet18", "efficientnet_b0",
                            "regnet_y_400mf", "shufflenet_v2_x1_0", "convnext_tiny")
-TRAINED_LOGIT = 40.0  # the largest |logit| the head is scaled to, as after training
+REFUSED_BEFORE = ("mobilenet_v3_small", "resnet18")
+TRAINED_LOGIT = 60.0  # the largest |logit| the head is scaled to: a confident trained model
 # ImageNet's statistics, written out here rather than read from the code under test.
 MEAN = torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1)
 STD = torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1)
@@ -85,16 +91,18 @@ def verifier() -> FreshProcessVerifier:
         yield shared
 
 
-def _trained_sized(name: str) -> tuple[torch.nn.Module, TrainConfig]:
+def _trained_sized(name: str, images: torch.Tensor) -> tuple[torch.nn.Module, TrainConfig]:
     """The catalogue model (random weights) with BatchNorm statistics of the images exports
-    are checked with and its head scaled so that the largest |logit| is about 40."""
+    are checked with and its head scaled so that its largest |logit| on ``images`` is
+    ``TRAINED_LOGIT``."""
     config = TrainConfig(model=name, weights="none", finetune="full", crop_mode="standard",
                          resize_size=CROP + 8, crop_size=CROP)
     torch.manual_seed(0)
     model = build_model(config, len(CLASSES))
-    largest, _ = _set_batchnorm_statistics(model, config)
+    _set_batchnorm_statistics(model, config)
     head = [layer for layer in model.modules() if isinstance(layer, torch.nn.Linear)][-1]
     with torch.no_grad():
+        largest = float(model((images.float() / 255 - MEAN) / STD).abs().max())
         head.weight.mul_(TRAINED_LOGIT / largest)
         head.bias.mul_(TRAINED_LOGIT / largest)
     return model.eval(), config
@@ -111,33 +119,28 @@ def _images() -> torch.Tensor:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SMALLEST_OF_EACH_FAMILY)
-def test_the_smallest_model_of_each_family_exports_at_64_px_with_trained_sized_logits(
+@pytest.mark.parametrize("name", REFUSED_BEFORE)
+def test_a_catalogue_model_at_64_px_with_trained_sized_logits_exports_to_onnx(
         name: str, verifier: FreshProcessVerifier, tmp_path: Path) -> None:
-    model, config = _trained_sized(name)
     images = _images()
+    model, config = _trained_sized(name, images)
     with torch.no_grad():
         eager = model((images.float() / 255 - MEAN) / STD)
-    assert eager.abs().max() > 10  # far past the old fixed 1e-4's reach
-    for export, file, load in ((export_onnx, "model.onnx", load_onnx_export),
-                               (export_torchscript, "model.pt", load_exported)):
-        result = export(model, CLASSES, config, tmp_path / file, verifier=verifier)
-        check = result.check
-        assert check is not None and check.passed
-        assert check.largest_logit > 10
-        assert check.tolerance == pytest.approx(1e-4 * check.largest_logit)
-        assert check.max_abs_diff <= check.tolerance
-        # The verdict names the figure it used.
-        assert f"within tolerance {check.tolerance:.1e} (0.0001 x the largest |logit|, " \
-               in result.verification
-        assert result.verification.endswith(
-            f"top class agrees on {check.images} of {check.images} images")
-        # On images of the test's own, the file agrees with the eager model as promised.
-        with torch.no_grad():
-            logits = load(result.path).module(images)
-        scale = float(eager.abs().max())
-        assert float((logits - eager).abs().max()) <= 1e-4 * scale, file
-        assert torch.equal(logits.argmax(1), eager.argmax(1)), file
+    result = export_onnx(model, CLASSES, config, tmp_path / "model.onnx", verifier=verifier)
+    check = result.check
+    assert check is not None and check.passed
+    assert check.largest_logit > 10  # far past the reach of the old fixed 1e-4
+    assert check.tolerance == pytest.approx(1e-4 * check.largest_logit)
+    assert check.max_abs_diff <= check.tolerance
+    # The verdict names the figure it used.
+    assert f"within tolerance {check.tolerance:.1e} (0.0001 x the largest |logit|, " \
+        in result.verification
+    assert result.verification.endswith(
+        f"top class agrees on {check.images} of {check.images} images")
+    # On images of the test's own, the file agrees with the eager model as promised.
+    logits = load_onnx_export(result.path).module(images)
+    assert float((logits - eager).abs().max()) <= 1e-4 * TRAINED_LOGIT
+    assert torch.equal(logits.argmax(1), eager.argmax(1))
 
 
 def test_a_file_that_computes_otherwise_is_still_refused_with_the_figures_named(

@@ -230,7 +230,8 @@ class ResultsPanel(QWidget):
 
     def _on_export_done(self, result: ExportResult) -> None:
         self.export_label.setText(
-            f"Exported {result.path}\n{result.verification}; {len(result.class_names)} "
+            f"VERIFIED: exported {result.path}\n{result.verification}; "
+            f"{len(result.class_names)} "
             f"classes, input {result.input_size} px, {result.seconds:.1f} s"
         )
         self.export_finished.emit(result)

@@ -108,6 +108,12 @@ class ExportResult:
     note: str = ""
     check: LogitCheck | None = field(default=None, compare=False)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExportResult:
+        """The result ``dataclasses.asdict`` made a dict of (as a child process reports it)."""
+        check = data.get("check")
+        return cls(**{**data, "check": LogitCheck(**check) if check else None})
+
     @property
     def how(self) -> str:
         """The format and how it was made: 'TorchScript, scripted', 'TorchScript, traced (why,

@@ -22,15 +22,17 @@ COPY_KINDS = ("exact_duplicate", "near_duplicate")
 
 
 def scan_for_run(root: str | os.PathLike[str], val_fraction: float = 0.2, seed: int = 0, *,
-                 cache_dir: str = "", exclude_file: str = "") -> DatasetScan:
-    """Scan ``root`` as a run with these settings will train on it.
+                 cache_dir: str = "", exclude_file: str = "",
+                 verify: bool = True) -> DatasetScan:
+    """Scan ``root`` as a run with these settings will train on it (``verify=False`` only
+    for a quick listing by name, which training does not make).
 
     Raises:
         DatasetError: the folder cannot be used, or the exclusion list cannot be read.
     """
     identity = folder_identity(root)
     leave_out = read_exclusion_file(exclude_file, identity) if exclude_file else frozenset()
-    return scan_dataset(root, val_fraction, seed, verify=True,
+    return scan_dataset(root, val_fraction, seed, verify=verify,
                         duplicate_groups=health_copy_groups(identity, cache_dir),
                         leave_out=leave_out)
 

@@ -176,7 +176,7 @@ def test_a_class_name_that_is_not_utf8_splits(tmp_path):
 
 def test_bytes_and_text_seeds_draw_the_same_split_for_utf8_names():
     files = [f"f{i}" for i in range(10)]
-    assert split_class(files, 0.3, "3:chat") == split_class(files, 0.3, "3:chat".encode())
+    assert split_class(files, 0.3, "3:café") == split_class(files, 0.3, "3:café".encode())
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -192,3 +192,23 @@ def test_splitting_keeps_every_file_once(seed):
     val = {p for p, _ in grouped.val}
     for group in groups:  # overlapping groups join, so test each whole
         assert set(group) <= val or not set(group) & val
+
+
+def test_the_pre_flight_says_before_start_which_copies_validate(tmp_path):
+    from workbench.core.training.tuning.preflight import preflight
+
+    rng = random.Random(3)
+    root = tmp_path / "data"
+    for label in ("mug", "pen"):
+        (root / label).mkdir(parents=True)
+        image = distinct_image(rng)
+        for index in range(10):
+            image.save(root / label / f"{label}{index}.png")
+    result = preflight(TrainConfig(data_root=str(root), model="small_cnn", weights="none",
+                                   device="cpu",
+                                   output_dir=str(tmp_path / "runs")))
+    assert result.can_start, result.problems
+    notes = [n.text for n in result.notes if n.field == "data_root"]
+    assert len(notes) == 2
+    assert notes[0].startswith("Split: all 10 images of class 'mug' are copies of one another "
+                               "(mug0.png, mug1.png, mug2.png, …); 2 of them validate")

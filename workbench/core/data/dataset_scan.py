@@ -11,10 +11,16 @@ from __future__ import annotations
 import math
 import os
 import stat
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.data.dataset_split import keep_duplicates_on_one_side, split_class
+from workbench.core.data.cache_folder import folder_identity
+from workbench.core.data.dataset_split import (
+    identical_byte_groups,
+    split_dataset,
+    split_fingerprint,
+)
 
 # torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
 # and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
@@ -50,9 +56,13 @@ class SkippedFile:
 
 @dataclass
 class DatasetScan:
-    """The classes, the train and val samples and everything the scan noticed on the way."""
+    """The classes, the train and val samples and everything the scan noticed on the way.
 
-    root: str
+    This one result feeds every number a view shows (the Dataset tab, the run log, the command
+    line, the report and the run folder): views format it and never count again.
+    """
+
+    root: str  # the folder's identity (cache_folder.folder_identity), however it was typed
     layout: str
     class_names: list[str]
     class_to_idx: dict[str, int]
@@ -62,6 +72,8 @@ class DatasetScan:
     mismatches: list[str] = field(default_factory=list)
     val_fraction: float = 0.2
     seed: int = 0
+    left_out: list[str] = field(default_factory=list)  # listed in the exclusion list
+    split_notes: list[str] = field(default_factory=list)  # where copies had to be split
 
     def train_counts(self) -> list[int]:
         """Number of training images per class index."""
@@ -74,10 +86,12 @@ class DatasetScan:
     @property
     def imbalance_ratio(self) -> float:
         """Largest over smallest training class; ``inf`` when a class has no training image."""
-        counts = self.train_counts()
-        if not counts or min(counts) == 0:
-            return math.inf
-        return max(counts) / min(counts)
+        return imbalance_ratio(self.train_counts())
+
+    @property
+    def split_fingerprint(self) -> str:
+        """A short hash of the validation files: runs with the same one validated alike."""
+        return split_fingerprint(self.root, self.val, self.class_names)
 
     def warnings(self) -> list[str]:
         """Problems worth telling the user about before training, in plain words."""
@@ -104,6 +118,7 @@ class DatasetScan:
                 + ", ".join(few)
             )
         messages.extend(self.mismatches)
+        messages.extend(self.split_notes)
         if self.skipped:
             first = self.skipped[0]
             messages.append(
@@ -127,15 +142,23 @@ class DatasetScan:
             "val_fraction": self.val_fraction,
             "seed": self.seed,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "left_out": list(self.left_out),
             "mismatches": list(self.mismatches),
+            "split_notes": list(self.split_notes),
+            "split_fingerprint": self.split_fingerprint,
+            "description": self.describe(),
             "warnings": self.warnings(),
         }
 
     def describe(self) -> str:
-        """One line, e.g. '11 classes, 30,412 train / 7,603 val images (auto split 20%), ...'."""
-        split = (
-            f"auto split {self.val_fraction:.0%}" if self.layout == "flat" else "val folder"
-        )
+        """One line, e.g. '11 classes, 30,412 train / 7,603 val images (auto split 20%), ...':
+        every view of the folder shows this line."""
+        split = "val folder"
+        if self.layout == "flat":
+            split = f"auto split {self.val_fraction:.0%}"
+            held_out = len(self.val) / max(1, len(self.train) + len(self.val))
+            if round(100 * held_out) != round(100 * self.val_fraction):
+                split += f", {held_out:.0%} in practice"
         ratio = self.imbalance_ratio
         shown = "inf" if math.isinf(ratio) else f"{ratio:.1f}x"
         text = (
@@ -145,7 +168,17 @@ class DatasetScan:
         )
         if self.skipped:
             text += f", {_plural(len(self.skipped), 'file')} skipped"
+        if self.left_out:
+            text += f", {len(self.left_out):,} left out by the exclusion list"
         return text
+
+
+def imbalance_ratio(counts: Sequence[int]) -> float:
+    """Largest over smallest class count; ``inf`` when a class has none: the one definition
+    of imbalance every view shows."""
+    if not counts or min(counts) == 0:
+        return math.inf
+    return max(counts) / min(counts)
 
 
 def scan_dataset(
@@ -153,14 +186,24 @@ def scan_dataset(
     val_fraction: float = 0.2,
     seed: int = 0,
     verify: bool = False,
+    *,
+    duplicate_groups: Sequence[Sequence[str]] = (),
+    leave_out: Collection[str] = frozenset(),
 ) -> DatasetScan:
     """Scan an image folder into train and val samples.
 
     Args:
-        root: ``root/train/<class>/`` + ``root/val/<class>/``, or ``root/<class>/``.
+        root: ``root/train/<class>/`` + ``root/val/<class>/``, or ``root/<class>/``; resolved
+            to the folder's identity (its real path), which names every file of the scan.
         val_fraction: share of each class held out for validation in the flat layout.
         seed: seed of the flat layout's split; the same seed gives the same split.
-        verify: also open every image's header with Pillow and skip those it cannot identify.
+        verify: also open every image's header with Pillow and skip those it cannot identify
+            (the decision training makes too: ``training_scan.scan_for_run``).
+        duplicate_groups: groups of copies (paths under the identity) the caller loaded, e.g.
+            from the folder's health check; with the files of identical bytes the scan finds,
+            each group stays on one side of the flat layout's split.
+        leave_out: normalised absolute paths the user left out (an exclusion list): they are
+            neither trained nor validated on, and are counted as left out.
 
     Returns:
         The scan; class names are sorted as torchvision's ``find_classes`` sorts them.
@@ -168,15 +211,17 @@ def scan_dataset(
     Raises:
         DatasetError: the folder is missing, has no class folders, or a class has no images.
     """
-    root_str = os.fspath(root)
-    if not os.path.exists(root_str):
-        raise DatasetError(f"{root_str}: folder does not exist")
-    if not os.path.isdir(root_str):
-        raise DatasetError(f"{root_str}: is a file, not a folder")
+    typed = os.fspath(root)
+    if not os.path.exists(typed):
+        raise DatasetError(f"{typed}: folder does not exist")
+    if not os.path.isdir(typed):
+        raise DatasetError(f"{typed}: is a file, not a folder")
+    root_str = folder_identity(typed)
     skipped: list[SkippedFile] = []
     subfolders, loose_files = _list_folder(root_str)
     if "train" in subfolders and "val" in subfolders:
-        return _scan_train_val(root_str, val_fraction, seed, verify, skipped)
+        scan = _scan_train_val(root_str, val_fraction, seed, verify, skipped)
+        return _without_left_out(scan, leave_out)
     if "train" in subfolders and not _has_images(os.path.join(root_str, "train")):
         # root/train/<class>/ without root/val: the class folders are one level down.
         raise DatasetError(
@@ -184,12 +229,24 @@ def scan_dataset(
             f"{os.path.join(root_str, 'val')}/<class>/ or choose {os.path.join(root_str, 'train')}"
             " to split it automatically"
         )
-    return _scan_flat(root_str, subfolders, loose_files, val_fraction, seed, verify, skipped)
+    return _scan_flat(root_str, subfolders, loose_files, val_fraction, seed, verify, skipped,
+                      duplicate_groups, leave_out)
+
+
+def _without_left_out(scan: DatasetScan, leave_out: Collection[str]) -> DatasetScan:
+    if not leave_out:
+        return scan
+    listed = set(leave_out)
+    scan.left_out = [p for p, _ in [*scan.train, *scan.val] if os.path.normpath(p) in listed]
+    scan.train = [s for s in scan.train if os.path.normpath(s[0]) not in listed]
+    scan.val = [s for s in scan.val if os.path.normpath(s[0]) not in listed]
+    return scan
 
 
 def _scan_flat(
     root: str, subfolders: list[str], loose_files: list[str], val_fraction: float, seed: int,
-    verify: bool, skipped: list[SkippedFile],
+    verify: bool, skipped: list[SkippedFile], duplicate_groups: Sequence[Sequence[str]],
+    leave_out: Collection[str],
 ) -> DatasetScan:
     if not 0.0 < val_fraction < 1.0:
         raise DatasetError(f"{root}: val_fraction must be between 0 and 1 (got {val_fraction})")
@@ -200,22 +257,30 @@ def _scan_flat(
     )
     class_names = _class_names(root, subfolders)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
-    train: list[tuple[str, int]] = []
-    val: list[tuple[str, int]] = []
-    too_small: list[str] = []
+    listed = set(leave_out)
+    classes: list[tuple[str, list[str]]] = []
+    left_out: list[str] = []
     for name in class_names:
-        folder = os.path.join(root, name)
-        files = _required_class_images(folder, verify, skipped)
-        class_train, class_val = split_class(files, val_fraction, f"{seed}:{name}")
-        class_train, class_val = keep_duplicates_on_one_side(root, class_train, class_val)
-        train.extend((path, class_to_idx[name]) for path in class_train)
-        val.extend((path, class_to_idx[name]) for path in class_val)
-        if not class_val:
-            too_small.append(f"{folder}: class '{name}' has only 1 image, too few to validate: "
-                             "it stays in training and its accuracy cannot be measured; add at "
-                             "least one more image to validate it")
-    return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, too_small,
-                       val_fraction, seed)
+        files = _required_class_images(os.path.join(root, name), verify, skipped)
+        left_out += [p for p in files if os.path.normpath(p) in listed]
+        classes.append((name, [p for p in files if os.path.normpath(p) not in listed]))
+    every_file = [path for _, files in classes for path in files]
+    split = split_dataset(classes, val_fraction, seed,
+                          [*duplicate_groups, *identical_byte_groups(every_file)])
+    validated = {label for _, label in split.val}
+    too_small = [_too_few_to_validate(os.path.join(root, name), name, len(files))
+                 for label, (name, files) in enumerate(classes) if label not in validated]
+    return DatasetScan(root, "flat", class_names, class_to_idx, split.train, split.val, skipped,
+                       too_small, val_fraction, seed, left_out, split.notes)
+
+
+def _too_few_to_validate(folder: str, name: str, count: int) -> str:
+    if count == 0:
+        return (f"{folder}: every image of class '{name}' is left out by the exclusion list, "
+                "so it is neither trained nor validated; include some of them again")
+    return (f"{folder}: class '{name}' has only 1 image, too few to validate: it stays in "
+            "training and its accuracy cannot be measured; add at least one more image to "
+            "validate it")
 
 
 def _scan_train_val(

@@ -108,6 +108,7 @@ def _summary_section(summary: Any, start: Any, best: Any) -> str:
     rows = [("Status", f"{summary.status}, {summary.epochs_completed}/{summary.epochs} epochs"),
             ("Model", summary.model), ("Dataset", getattr(start, "dataset_summary", "") or
                                        summary.dataset),
+            ("Validation split", summary.split_fingerprint or "not recorded"),
             ("Best validation accuracy", best_text),
             ("Device", getattr(start, "device_name", "") or summary.device),
             ("Precision", getattr(start, "precision", "") or "unknown"),

@@ -7,10 +7,9 @@ run's image list.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
-from workbench.core.data.dataset_scan import DatasetError, DatasetScan
+from workbench.core.data.dataset_scan import DatasetError
 from workbench.core.data.health.findings import refuse_inside
 
 
@@ -44,18 +43,6 @@ def read_exclusion_file(path: str | os.PathLike[str], root: str) -> set[str]:
         raise DatasetError(f"{path}: cannot read the exclusion list ({reason})") from exc
     listed = (line.strip() for line in text.splitlines())
     return {_absolute(line, root) for line in listed if line and not line.startswith("#")}
-
-
-def apply_exclusions(scan: DatasetScan, exclude_file: str) -> DatasetScan:
-    """``scan`` without the files listed in ``exclude_file`` ("" changes nothing)."""
-    if not exclude_file:
-        return scan
-    excluded = read_exclusion_file(exclude_file, scan.root)
-
-    def kept(samples: list[tuple[str, int]]) -> list[tuple[str, int]]:
-        return [s for s in samples if os.path.normpath(os.path.abspath(s[0])) not in excluded]
-
-    return replace(scan, train=kept(scan.train), val=kept(scan.val))
 
 
 def _relative(path: str, root: str) -> str:

@@ -44,6 +44,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
         return run_health_check(args)
     from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+    from workbench.core.file_names import shown_name
 
     try:
         # Headers only: Pillow identifies each file and its size without decoding pixels.
@@ -55,11 +56,11 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     print(scan.describe())
     for name, train_count, val_count in zip(scan.class_names, scan.train_counts(),
                                             scan.val_counts(), strict=True):
-        print(f"  {name:<24} train {train_count:>7,}  val {val_count:>6,}")
+        print(f"  {shown_name(name):<24} train {train_count:>7,}  val {val_count:>6,}")
     for warning in scan.warnings():
         print(f"warning: {warning}")
     for skipped in scan.skipped[:20]:
-        print(f"skipped: {skipped.path}: {skipped.reason}")
+        print(f"skipped: {shown_name(skipped.path)}: {skipped.reason}")
     if len(scan.skipped) > 20:
         print(f"... and {len(scan.skipped) - 20} more skipped files")
     # Headers alone miss truncated and corrupt pixels, copies and leakage.

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.core.file_names import shown_name
 from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
@@ -373,7 +374,7 @@ class DatasetPanel(QWidget):
             shown = os.path.relpath(skipped.path, root) if skipped.path.startswith(root) else (
                 skipped.path
             )
-            self.issues_list.addItem(f"{shown}: {skipped.reason}")
+            self.issues_list.addItem(f"{shown_name(shown)}: {skipped.reason}")
         total = len(scan.mismatches) + len(scan.skipped)
         self.issues_group.setTitle(
             f"Files left out and other problems ({total:,})" if total else "No files left out"

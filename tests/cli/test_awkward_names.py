@@ -163,6 +163,12 @@ def test_names_that_are_not_utf8_or_hold_a_newline_keep_predictions_csv(
     text = (folder / "predictions.csv").read_text(encoding="utf-8")
     assert len(text.splitlines()) == 1 + 5
 
+    # The run's report names them escaped, on one line.
+    assert main(["report", str(folder)]) == 0
+    capsys.readouterr()
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    assert "bad\\xfename.png" in page and "two\\nlines.png" in page
+
     # predict --csv on the same images, an empty folder among its inputs.
     (tmp_path / "empty").mkdir()
     out_csv = tmp_path / "predicted.csv"

@@ -229,15 +229,6 @@ def test_a_file_given_as_the_data_folder_is_called_a_file(tmp_path, capsys):
     assert "does not exist" not in err
 
 
-def test_the_header_gives_the_real_share_of_a_split_of_two_image_classes(tmp_path, capsys):
-    root = flat_folder(os.fsencode(tmp_path / "data"), {b"a": 2, b"b": 2, b"c": 2})
-    assert main(["scan", os.fsdecode(root)]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    # Each class of 2 keeps one image a side: 3 of 6 validate, not the 20% asked.
-    assert first.startswith("3 classes, 3 train / 3 val images (auto split 50%, 20% asked: "
-                            "small classes keep one image a side)")
-
-
 def test_the_few_images_warning_for_300_classes_names_ten_and_counts_the_rest(tmp_path,
                                                                              capsys):
     root = tmp_path / "data"

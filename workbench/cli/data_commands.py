@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbench.core.file_names import shown_name
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     scan = sub.add_parser("scan", help="show the classes, counts and problems of an image folder")
@@ -44,7 +46,6 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
         return run_health_check(args)
     from workbench.core.data.dataset_scan import DatasetError, scan_dataset
-    from workbench.core.file_names import shown_name
 
     try:
         # Headers only: Pillow identifies each file and its size without decoding pixels.

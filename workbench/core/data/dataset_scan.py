@@ -34,8 +34,6 @@ SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini"
 
 # Images with fewer than this many training samples in a class earn a warning.
 FEW_IMAGES = 10
-# The split's share is followed by the one asked for when they differ by this many points.
-SPLIT_NOTE_POINTS = 5
 # Classes a warning names before "and N more".
 SHOWN_CLASSES = 10
 # A ratio of largest to smallest class at or above this earns a warning.
@@ -138,19 +136,11 @@ class DatasetScan:
             "warnings": self.warnings(),
         }
 
-    def split_text(self) -> str:
-        """The automatic split's real share of validation images ('auto split 21%'), and the
-        share asked for where small classes moved it by more than rounding does."""
-        total = len(self.train) + len(self.val)
-        share = len(self.val) / total if total else self.val_fraction
-        text = f"auto split {share:.0%}"
-        if abs(share - self.val_fraction) >= SPLIT_NOTE_POINTS / 100:
-            text += f", {self.val_fraction:.0%} asked: small classes keep one image a side"
-        return text
-
     def describe(self) -> str:
         """One line, e.g. '11 classes, 30,412 train / 7,603 val images (auto split 20%), ...'."""
-        split = self.split_text() if self.layout == "flat" else "val folder"
+        split = (
+            f"auto split {self.val_fraction:.0%}" if self.layout == "flat" else "val folder"
+        )
         ratio = self.imbalance_ratio
         shown = "inf" if math.isinf(ratio) else f"{ratio:.1f}x"
         text = (

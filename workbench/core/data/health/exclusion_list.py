@@ -11,10 +11,11 @@ shortens the run's image list.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.core.data.dataset_scan import DatasetError, DatasetScan
+from workbench.core.data.dataset_scan import DatasetError, DatasetScan, SkippedFile
 from workbench.core.data.health.findings import refuse_inside
 from workbench.core.file_names import read_stored_name, shown_name, stored_name
 
@@ -85,42 +86,50 @@ def apply_exclusions(scan: DatasetScan, exclude_file: str) -> DatasetScan:
     messages say how many images the list removed and which of its lines matched none."""
     if not exclude_file:
         return scan
-    listed = read_exclusion_lines(exclude_file, scan.root)
-    excluded = {entry.path for entry in listed}
+    excluded = read_exclusion_file(exclude_file, scan.root)
 
     def key(path: str) -> str:
         return os.path.normpath(os.path.abspath(path))
 
-    samples = {key(path) for path, _ in scan.train + scan.val}
     train = [s for s in scan.train if key(s[0]) not in excluded]
     val = [s for s in scan.val if key(s[0]) not in excluded]
-    removed = len(scan.train) + len(scan.val) - len(train) - len(val)
-    messages = [_removed_message(exclude_file, removed, len(scan.train) - len(train),
+    removed = {key(path) for path, _ in scan.train + scan.val} & excluded
+    messages = [_removed_message(exclude_file, len(removed), len(scan.train) - len(train),
                                  len(scan.val) - len(val))]
-    unmatched = [entry for entry in listed if entry.path not in samples]
-    if unmatched:
-        messages.append(_unmatched_message(exclude_file, unmatched, scan))
+    unmatched = unmatched_lines_message(exclude_file, scan.root, removed, scan.skipped)
+    messages += [unmatched] if unmatched else []
     return replace(scan, train=train, val=val, mismatches=[*scan.mismatches, *messages])
+
+
+def unmatched_lines_message(exclude_file: str, root: str, left_out: Collection[str],
+                            skipped: Sequence[SkippedFile] = ()) -> str | None:
+    """The sentence naming the lines of ``exclude_file`` that left out nothing (their path is
+    not among ``left_out``, the normalised absolute paths of the images the list removed);
+    None when every line matched an image.
+
+    Raises:
+        DatasetError: the file cannot be read.
+    """
+    matched = set(left_out)
+    unmatched = [entry for entry in read_exclusion_lines(exclude_file, root)
+                 if entry.path not in matched]
+    if not unmatched:
+        return None
+    scan_skipped = {os.path.normpath(os.path.abspath(s.path)) for s in skipped}
+    shown = []
+    for entry in unmatched[:SHOWN_UNMATCHED]:
+        why = "already skipped by the scan" if entry.path in scan_skipped else "no such image"
+        shown.append(f"line {entry.line} {shown_name(_relative(entry.path, root))} ({why})")
+    more = len(unmatched) - SHOWN_UNMATCHED
+    lines = f"{len(unmatched):,} line{'' if len(unmatched) == 1 else 's'}"
+    return (f"{shown_name(exclude_file)}: {lines} matched no image of this folder: "
+            + "; ".join(shown) + (f"; and {more:,} more" if more > 0 else ""))
 
 
 def _removed_message(exclude_file: str, removed: int, train: int, val: int) -> str:
     images = f"{removed:,} image{'' if removed == 1 else 's'}"
     return (f"{shown_name(exclude_file)}: left out {images} listed there "
             f"({train:,} training, {val:,} validation)")
-
-
-def _unmatched_message(exclude_file: str, unmatched: list[ListedFile],
-                       scan: DatasetScan) -> str:
-    skipped = {os.path.normpath(os.path.abspath(s.path)) for s in scan.skipped}
-    shown = []
-    for entry in unmatched[:SHOWN_UNMATCHED]:
-        why = "already skipped by the scan" if entry.path in skipped else "no such image"
-        shown.append(f"line {entry.line} {shown_name(_relative(entry.path, scan.root))} "
-                     f"({why})")
-    more = len(unmatched) - SHOWN_UNMATCHED
-    lines = f"{len(unmatched):,} line{'' if len(unmatched) == 1 else 's'}"
-    return (f"{shown_name(exclude_file)}: {lines} matched no image of this folder: "
-            + "; ".join(shown) + (f"; and {more:,} more" if more > 0 else ""))
 
 
 def _relative(path: str, root: str) -> str:

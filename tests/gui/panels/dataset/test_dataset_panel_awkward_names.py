@@ -57,3 +57,22 @@ def test_a_loop_link_and_a_name_that_is_not_utf8_in_the_dataset_tab(qtbot, panel
     ]
     thumbnails = [os.fsencode(p) for p in panel.thumbnails.thumbnail_model.paths()]
     assert len(thumbnails) == 11 and not any(b"/loop/" in p for p in thumbnails)
+
+
+def test_a_class_whose_name_is_not_utf8_is_shown_escaped(qtbot, panel, tmp_path):
+    # train/ and val/ folders: the class is named in the counts, the filter and the chart.
+    root = os.fsencode(tmp_path / "data")
+    for split, count in ((b"train", 4), (b"val", 1)):
+        for offset, name in enumerate((b"class_\xff", b"plain")):
+            for index in range(count):
+                noise_png(os.path.join(root, split, name, b"%d.png" % index),
+                          100 * offset + 10 * index + len(split))
+
+    with qtbot.waitSignal(panel.dataset_scanned, timeout=SCAN_TIMEOUT_MS):
+        panel.set_folder(os.fsdecode(root))
+
+    entries = [panel.class_filter_combo.itemText(i)
+               for i in range(panel.class_filter_combo.count())]
+    assert entries == ["All classes (8)", "class_\\xff (4)", "plain (4)"]
+    ticks = panel.chart.getPlotItem().getAxis("left")._tickLevels[0]
+    assert [text for _, text in ticks] == ["class_\\xff", "plain"]

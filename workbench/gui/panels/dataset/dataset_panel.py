@@ -371,10 +371,9 @@ class DatasetPanel(QWidget):
             self.issues_list.addItem(mismatch)
         root = scan.root
         for skipped in scan.skipped:
-            shown = os.path.relpath(skipped.path, root) if skipped.path.startswith(root) else (
-                skipped.path
-            )
-            self.issues_list.addItem(f"{shown_name(shown)}: {skipped.reason}")
+            shown = shown_name(os.path.relpath(skipped.path, root)
+                               if skipped.path.startswith(root) else skipped.path)
+            self.issues_list.addItem(f"{shown}: {skipped.reason}")
         total = len(scan.mismatches) + len(scan.skipped)
         self.issues_group.setTitle(
             f"Files left out and other problems ({total:,})" if total else "No files left out"
@@ -392,7 +391,7 @@ class DatasetPanel(QWidget):
         self.class_filter_combo.clear()
         self.class_filter_combo.addItem(f"All classes ({sum(counts):,})", ALL_CLASSES)
         for label, name in enumerate(scan.class_names if scan is not None else []):
-            self.class_filter_combo.addItem(f"{name} ({counts[label]:,})", label)
+            self.class_filter_combo.addItem(f"{shown_name(name)} ({counts[label]:,})", label)
         index = self.class_filter_combo.findData(chosen)
         self.class_filter_combo.setCurrentIndex(max(index, 0))
         self.class_filter_combo.blockSignals(False)

@@ -116,8 +116,13 @@ def test_a_class_folder_whose_name_is_not_utf8_scans_and_trains(tmp_path, capsys
     err = capsys.readouterr().err
     assert "run completed after 1 epoch(s)" in err
     assert "Traceback" not in err
-    classes = json.loads((run_folder(tmp_path / "runs") / "config.json").read_text())
-    assert os.fsencode(json.dumps(classes)).count(b"class_") >= 1
+    folder = run_folder(tmp_path / "runs")
+    dataset = json.loads((folder / "config.json").read_text())["dataset"]
+    assert [os.fsencode(name) for name in dataset["class_names"]] == [b"class_\xff", b"plain"]
+    from workbench.core.runs.predictions_file import read_predictions
+
+    rows = read_predictions(folder)
+    assert sorted(os.fsencode(row.true_class) for row in rows) == [b"class_\xff", b"plain"]
 
 
 @pytest.fixture

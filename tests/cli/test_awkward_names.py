@@ -215,8 +215,7 @@ def test_a_newline_name_survives_the_exclusion_list_and_training_leaves_it_out(
     err = capsys.readouterr().err
     # 8 training and 5 validation images, less the one listed.
     assert "data: 2 classes, 8 train / 4 val images (val folder)" in err
-    assert (f"{tmp_path / 'exclude.txt'}: left out 1 image listed there (0 training, 1 "
-            "validation)") in err
+    assert "1 left out by the exclusion list" in err
     assert (f"{tmp_path / 'exclude.txt'}: 1 line matched no image of this folder: line 5 "
             "val/dog/not-there.png (no such image)") in err
     from workbench.core.runs.predictions_file import read_predictions

@@ -127,8 +127,7 @@ def unmatched_lines_message(exclude_file: str, root: str, left_out: Collection[s
 
 
 def _removed_message(exclude_file: str, removed: int, train: int, val: int) -> str:
-    images = f"{removed:,} image{'' if removed == 1 else 's'}"
-    return (f"{shown_name(exclude_file)}: left out {images} listed there "
+    return (f"{shown_name(exclude_file)}: {removed:,} left out by the exclusion list "
             f"({train:,} training, {val:,} validation)")
 
 

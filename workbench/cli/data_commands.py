@@ -6,8 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.core.file_names import shown_name
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     scan = sub.add_parser("scan", help="show the classes, counts and problems of an image folder")
@@ -54,6 +52,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from workbench.core.file_names import shown_name
+
     print(scan.describe())
     for name, train_count, val_count in zip(scan.class_names, scan.train_counts(),
                                             scan.val_counts(), strict=True):

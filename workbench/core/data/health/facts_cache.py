@@ -14,7 +14,7 @@ from pathlib import Path
 from workbench.core.data.cache_folder import FACTS_FILE
 from workbench.core.data.health.image_facts import ImageFacts
 
-_VERSION = 2  # 2: sizes upright (EXIF orientation applied)
+_VERSION = 1
 
 
 class FactsCache:

@@ -274,3 +274,20 @@ def test_the_health_check_reports_an_exif_rotated_image_upright(tmp_path, capsys
     assert main(["scan", "--health", os.fsdecode(root)]) == 0
     out = capsys.readouterr().out
     assert "a/strip.jpg: 20x240, sides 12.0:1" in out
+
+
+def test_a_val_class_folder_that_links_back_up_is_skipped(tmp_path, capsys):
+    root = os.fsencode(tmp_path / "data")
+    seed = 0
+    for folder, count in ((b"train/cat", 3), (b"train/dog", 3), (b"val/dog", 1)):
+        for index in range(count):
+            seed += 1
+            noise_png(os.path.join(root, folder, b"%d.png" % index), seed)
+    os.symlink(b"..", os.path.join(root, b"val", b"cat"))  # val/cat -> data/: every image
+
+    assert main(["scan", os.fsdecode(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 classes, 6 train / 1 val images (val folder)")
+    assert (f"skipped: {tmp_path / 'data' / 'val' / 'cat'}: link to data, a folder that "
+            "contains the data folder (a loop): not followed") in out
+    assert f"warning: {tmp_path / 'data' / 'val' / 'cat'}: class 'cat' has no val images" in out

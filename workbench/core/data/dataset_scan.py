@@ -331,6 +331,9 @@ class _ClassWalk:
         self.seen_files: set[tuple[int, int]] = set()
 
     def run(self) -> None:
+        problem = self.guard.class_folder_problem()  # a val/ class that is a link, say
+        if problem:
+            self.skipped.append(SkippedFile(self.folders.pop()[0], problem))
         while self.folders or self.links:
             if self.folders:
                 self._list(*self.folders.pop())

@@ -82,6 +82,14 @@ class LinkGuard:
         self._real_tree = ""
         self._other_classes: dict[str, str] | None = None
 
+    def class_folder_problem(self) -> str | None:
+        """Why the class folder itself, when it is a link, is not listed (a loop or another
+        class folder: ``linked_class_problems``); None when it may be."""
+        if not os.path.islink(self.folder):
+            return None
+        tree = os.path.dirname(self.folder)
+        return linked_class_problems(tree, self._class_names()).get(self.name)
+
     def folder_link_problem(self, link: str, containing: str) -> str | None:
         """Why the folder link ``link`` (met in the folder ``containing``) is not followed,
         or None when it may be."""

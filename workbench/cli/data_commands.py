@@ -63,14 +63,16 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from workbench.core.file_names import shown_name
+
     print(scan.describe())
     for name, train_count, val_count in zip(scan.class_names, scan.train_counts(),
                                             scan.val_counts(), strict=True):
-        print(f"  {name:<24} train {train_count:>7,}  val {val_count:>6,}")
+        print(f"  {shown_name(name):<24} train {train_count:>7,}  val {val_count:>6,}")
     for warning in scan.warnings():
         print(f"warning: {warning}")
     for skipped in scan.skipped[:20]:
-        print(f"skipped: {skipped.path}: {skipped.reason}")
+        print(f"skipped: {shown_name(skipped.path)}: {skipped.reason}")
     if len(scan.skipped) > 20:
         print(f"... and {len(scan.skipped) - 20} more skipped files")
     if scan.layout == "flat":

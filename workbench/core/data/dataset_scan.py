@@ -21,6 +21,8 @@ from workbench.core.data.dataset_split import (
     split_dataset,
     split_fingerprint,
 )
+from workbench.core.data.folder_links import LinkGuard, linked_class_problems
+from workbench.core.file_names import shown_name
 
 # torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
 # and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
@@ -38,6 +40,8 @@ SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini"
 
 # Images with fewer than this many training samples in a class earn a warning.
 FEW_IMAGES = 10
+# Classes a warning names before "and N more".
+SHOWN_CLASSES = 10
 # A ratio of largest to smallest class at or above this earns a warning.
 IMBALANCE_WARNING_RATIO = 3.0
 
@@ -108,14 +112,15 @@ class DatasetScan:
                 "consider a class-weighted loss or a weighted sampler (setting 'imbalance')."
             )
         few = [
-            f"{name} ({count})"
+            f"{shown_name(name)} ({count})"
             for name, count in zip(self.class_names, self.train_counts(), strict=True)
             if count < FEW_IMAGES
         ]
         if few:
+            more = len(few) - SHOWN_CLASSES
             messages.append(
                 f"{len(few)} class(es) have fewer than {FEW_IMAGES} training images: "
-                + ", ".join(few)
+                + ", ".join(few[:SHOWN_CLASSES]) + (f" and {more:,} more" if more > 0 else "")
             )
         messages.extend(self.mismatches)
         messages.extend(self.split_notes)
@@ -123,7 +128,7 @@ class DatasetScan:
             first = self.skipped[0]
             messages.append(
                 f"{_plural(len(self.skipped), 'file')} skipped "
-                f"(e.g. {first.path}: {first.reason})"
+                f"(e.g. {shown_name(first.path)}: {first.reason})"
             )
         return messages
 
@@ -255,7 +260,7 @@ def _scan_flat(
         for name in loose_files
         if _is_image_name(name)
     )
-    class_names = _class_names(root, subfolders)
+    class_names = _class_names(root, subfolders, skipped)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     listed = set(leave_out)
     classes: list[tuple[str, list[str]]] = []
@@ -288,7 +293,7 @@ def _scan_train_val(
 ) -> DatasetScan:
     train_root = os.path.join(root, "train")
     val_root = os.path.join(root, "val")
-    class_names = _class_names(train_root, _list_folder(train_root)[0])
+    class_names = _class_names(train_root, _list_folder(train_root)[0], skipped)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     train: list[tuple[str, int]] = []
     for name in class_names:
@@ -334,14 +339,26 @@ def _list_folder(folder: str) -> tuple[list[str], list[str]]:
     return folders, files
 
 
-def _class_names(folder: str, subfolders: list[str]) -> list[str]:
-    names = sorted(name for name in subfolders if not _is_ignored_folder(name))
+def _class_names(folder: str, subfolders: list[str],
+                 skipped: list[SkippedFile] | None = None) -> list[str]:
+    """The class folders among ``subfolders``, sorted; a linked one that would loop or repeat
+    another class (``linked_class_problems``) is left out, with its reason in ``skipped``."""
+    names = _candidate_classes(subfolders)
+    problems = linked_class_problems(folder, names)
+    if skipped is not None:
+        skipped.extend(SkippedFile(os.path.join(folder, name), reason)
+                       for name, reason in problems.items())
+    names = [name for name in names if name not in problems]
     if not names:
         raise DatasetError(
-            f"{folder}: no class subfolders; put each class's images in a folder of its own "
-            f"({folder}/<class>/image.jpg)"
+            f"{shown_name(folder)}: no class subfolders; put each class's images in a folder "
+            f"of its own ({shown_name(folder)}/<class>/image.jpg)"
         )
     return names
+
+
+def _candidate_classes(subfolders: list[str]) -> list[str]:
+    return sorted(name for name in subfolders if not _is_ignored_folder(name))
 
 
 def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
@@ -353,37 +370,100 @@ def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]
 
 
 def _collect_class(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
-    """Every usable image under ``folder``, recursively, sorted by path."""
-    found: list[str] = []
-    seen_dirs: set[tuple[int, int]] = set()
-    pending = [folder]
-    while pending:
-        current = pending.pop()
+    """Every usable image under ``folder``, recursively, sorted by path.
+
+    Links are followed as ``folder_links`` allows. The folders reached without a link are
+    listed first, then the links, so each real file is listed once, under its own path where
+    the class holds it; a link into a loop or another class folder is skipped with its reason.
+    """
+    walk = _ClassWalk(folder, verify, skipped)
+    walk.run()
+    return sorted(walk.found)
+
+
+class _ClassWalk:
+    """The listing of one class folder (see ``_collect_class``)."""
+
+    def __init__(self, folder: str, verify: bool, skipped: list[SkippedFile]) -> None:
+        self.verify = verify
+        self.skipped = skipped
+        self.found: list[str] = []
+        self.guard = LinkGuard(
+            folder, lambda: _candidate_classes(_list_folder(os.path.dirname(folder))[0]))
+        self.folders = [(folder, False)]  # (folder, reached through a link)
+        self.links: list[os.DirEntry[str]] = []  # followed once the folders are listed
+        self.seen_dirs: set[tuple[int, int]] = set()
+        self.seen_files: set[tuple[int, int]] = set()
+
+    def run(self) -> None:
+        problem = self.guard.class_folder_problem()  # a val/ class that is a link, say
+        if problem:
+            self.skipped.append(SkippedFile(self.folders.pop()[0], problem))
+        while self.folders or self.links:
+            if self.folders:
+                self._list(*self.folders.pop())
+            elif _is_dir(self.links[-1]):
+                self._list(self.links.pop().path, True)
+            else:
+                self._add_image(self.links.pop(), via_link=True)
+
+    def _list(self, current: str, via_link: bool) -> None:
         try:
             info = os.stat(current)
         except OSError:
-            continue
-        if (info.st_dev, info.st_ino) in seen_dirs:
-            continue  # a symlink loop
-        seen_dirs.add((info.st_dev, info.st_ino))
+            return
+        if (info.st_dev, info.st_ino) in self.seen_dirs:
+            self.skipped.append(SkippedFile(
+                current, "link to a folder this class already lists: not followed"))
+            return
+        self.seen_dirs.add((info.st_dev, info.st_ino))
         try:
             with os.scandir(current) as entries:
                 for entry in entries:
-                    if _is_dir(entry):
-                        if not _is_ignored_folder(entry.name):
-                            pending.append(entry.path)
-                        continue
-                    if _is_system_file(entry.name):
-                        continue
-                    reason = _file_problem(entry, verify)
-                    if reason is None:
-                        found.append(entry.path)
-                    else:
-                        skipped.append(SkippedFile(entry.path, reason))
+                    self._sort(entry, current, via_link)
         except OSError as exc:
             raise DatasetError(f"{current}: cannot list folder ({exc.strerror or exc})") from exc
-    found.sort()
-    return found
+
+    def _sort(self, entry: os.DirEntry[str], current: str, via_link: bool) -> None:
+        """One entry of ``current``: a folder to list, a link to follow later, an image, or
+        a skipped file."""
+        is_link = _is_link(entry)
+        if _is_dir(entry):
+            if _is_ignored_folder(entry.name):
+                return
+            reason = self.guard.folder_link_problem(entry.path, current) if is_link else None
+            if reason:
+                self.skipped.append(SkippedFile(entry.path, reason))
+            elif is_link:
+                self.links.append(entry)
+            else:
+                self.folders.append((entry.path, via_link))
+            return
+        if _is_system_file(entry.name):
+            return
+        if is_link and _file_problem(entry, self.verify) is None:
+            reason = self.guard.file_link_problem(entry.path)
+            if reason:
+                self.skipped.append(SkippedFile(entry.path, reason))
+            else:
+                self.links.append(entry)
+            return
+        self._add_image(entry, via_link)
+
+    def _add_image(self, entry: os.DirEntry[str], via_link: bool) -> None:
+        reason = _file_problem(entry, self.verify)
+        if reason is not None:
+            self.skipped.append(SkippedFile(entry.path, reason))
+            return
+        info = entry.stat()  # cached by the DirEntry since _file_problem
+        key = (info.st_dev, info.st_ino)
+        # st_ino is 0 where the system gives no file identity (DirEntry on Windows).
+        if via_link and info.st_ino and key in self.seen_files:
+            self.skipped.append(SkippedFile(
+                entry.path, "link to an image this class already lists: listed once"))
+            return
+        self.seen_files.add(key)
+        self.found.append(entry.path)
 
 
 def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
@@ -430,7 +510,7 @@ def _identify_problem(path: str) -> str | None:
 
 def _no_images_message(folder: str, skipped: list[SkippedFile]) -> str:
     inside = [s for s in skipped if s.path.startswith(folder + os.sep)]
-    text = f"{folder}: class folder has no images"
+    text = f"{shown_name(folder)}: class folder has no images"
     if inside:
         text += f" ({_plural(len(inside), 'file')} skipped, e.g. {inside[0].reason})"
     return text
@@ -447,6 +527,13 @@ def _has_images(folder: str) -> bool:
 def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
     except OSError:
         return False
 

@@ -15,7 +15,10 @@ from functools import lru_cache
 
 from workbench.core.data.cache_folder import REPORT_FILE, folder_identity, health_folder
 from workbench.core.data.dataset_scan import DatasetScan, scan_dataset
-from workbench.core.data.health.exclusion_list import read_exclusion_file
+from workbench.core.data.health.exclusion_list import (
+    read_exclusion_file,
+    unmatched_lines_message,
+)
 
 # Findings of health.json whose groups are copies that the split keeps on one side.
 COPY_KINDS = ("exact_duplicate", "near_duplicate")
@@ -32,9 +35,15 @@ def scan_for_run(root: str | os.PathLike[str], val_fraction: float = 0.2, seed: 
     """
     identity = folder_identity(root)
     leave_out = read_exclusion_file(exclude_file, identity) if exclude_file else frozenset()
-    return scan_dataset(root, val_fraction, seed, verify=verify,
+    scan = scan_dataset(root, val_fraction, seed, verify=verify,
                         duplicate_groups=health_copy_groups(identity, cache_dir),
                         leave_out=leave_out)
+    if exclude_file:
+        left_out = {os.path.normpath(path) for path in scan.left_out}
+        unmatched = unmatched_lines_message(exclude_file, identity, left_out, scan.skipped)
+        if unmatched:
+            scan.mismatches.append(unmatched)
+    return scan
 
 
 def health_copy_groups(root: str | os.PathLike[str], cache_dir: str = "") -> list[list[str]]:

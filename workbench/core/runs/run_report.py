@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.core.file_names import shown_name
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.prediction_analysis import class_figures, possibly_mislabeled, top_losses
 from workbench.core.runs.predictions_file import (
@@ -308,4 +309,6 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    # shown_name: a file or class name with bytes that are not UTF-8 would make the page
+    # unwritable, and one with a newline would break its line.
+    return html.escape(shown_name(text), quote=True)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.core.file_names import shown_name
 from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
@@ -383,9 +384,8 @@ class DatasetPanel(QWidget):
             self.issues_list.addItem(mismatch)
         root = scan.root
         for skipped in scan.skipped:
-            shown = os.path.relpath(skipped.path, root) if skipped.path.startswith(root) else (
-                skipped.path
-            )
+            shown = shown_name(os.path.relpath(skipped.path, root)
+                               if skipped.path.startswith(root) else skipped.path)
             self.issues_list.addItem(f"{shown}: {skipped.reason}")
         if scan.left_out:
             self.issues_list.addItem(f"{len(scan.left_out):,} file(s) left out by the exclusion "
@@ -407,7 +407,7 @@ class DatasetPanel(QWidget):
         self.class_filter_combo.clear()
         self.class_filter_combo.addItem(f"All classes ({sum(counts):,})", ALL_CLASSES)
         for label, name in enumerate(scan.class_names if scan is not None else []):
-            self.class_filter_combo.addItem(f"{name} ({counts[label]:,})", label)
+            self.class_filter_combo.addItem(f"{shown_name(name)} ({counts[label]:,})", label)
         index = self.class_filter_combo.findData(chosen)
         self.class_filter_combo.setCurrentIndex(max(index, 0))
         self.class_filter_combo.blockSignals(False)

@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _never_fail_on_a_file_name()
     args = build_parser().parse_args(argv)
     quiet_covered_library_warnings()
     if args.command is None:
@@ -61,6 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _never_fail_on_a_file_name() -> None:
+    """A file name with bytes that are not UTF-8 reaches a message as lone surrogates; under a
+    strict UTF-8 locale printing it would end the command, so such a character is printed as
+    an escape (messages escape names themselves; this covers any that do not)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="backslashreplace")
 
 
 if __name__ == "__main__":

@@ -77,14 +77,18 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
+    from workbench.core.file_names import shown_name
     from workbench.core.models.export import ExportError
     from workbench.core.models.prediction import (
-        expand_image_paths,
+        expand_image_inputs,
         predict_images,
         write_predictions_csv,
     )
 
-    images = expand_image_paths(args.images)
+    images, empty_folders = expand_image_inputs(args.images)
+    for folder in empty_folders:
+        print(f"warning: {shown_name(folder)}: no images in this folder or its subfolders",
+              file=sys.stderr)
     if not images:
         print(f"error: no images in {', '.join(args.images)}", file=sys.stderr)
         return 2
@@ -97,10 +101,10 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     for prediction in predictions:
         if prediction.error:
             failed += 1
-            print(f"{prediction.path}: error: {prediction.error}")
+            print(f"{shown_name(prediction.path)}: error: {shown_name(prediction.error)}")
             continue
-        ranked = ", ".join(f"{name} {prob:.3f}" for name, prob in prediction.top)
-        print(f"{prediction.path}: {ranked}")
+        ranked = ", ".join(f"{shown_name(name)} {prob:.3f}" for name, prob in prediction.top)
+        print(f"{shown_name(prediction.path)}: {ranked}")
     if args.csv:
         try:
             write_predictions_csv(predictions, args.csv)

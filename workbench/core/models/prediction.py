@@ -18,6 +18,7 @@ from torch import Tensor
 from workbench.core.data.dataset_scan import IMG_EXTENSIONS
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.data.transforms import build_eval_transform, normalization_for
+from workbench.core.file_names import shown_name, stored_name
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
 from workbench.core.models.export import (
     ExportedModel,
@@ -106,20 +107,30 @@ def expand_image_paths(paths: Sequence[str | Path]) -> list[str]:
     A path that does not exist is kept as given: its prediction then says so, and the other
     images are still classified.
     """
+    return expand_image_inputs(paths)[0]
+
+
+def expand_image_inputs(paths: Sequence[str | Path]) -> tuple[list[str], list[str]]:
+    """``expand_image_paths``, and the folders among ``paths`` that hold no image at all."""
     expanded: list[str] = []
+    empty: list[str] = []
     for path in map(Path, paths):
         if path.is_dir():
             found = [os.path.join(folder, name) for folder, _, names in os.walk(path)
                      for name in names if name.lower().endswith(IMG_EXTENSIONS)
                      and not name.startswith(".")]
             expanded.extend(sorted(found))
+            if not found:
+                empty.append(str(path))
         else:
             expanded.append(str(path))
-    return expanded
+    return expanded, empty
 
 
 def predictions_csv_text(predictions: Sequence[Prediction]) -> str:
-    """CSV of predictions: path, then class and probability of each top rank, then error."""
+    """CSV of predictions: path, then class and probability of each top rank, then error.
+    Paths and class names are cells as ``stored_name`` writes them (a JSON string when they
+    hold a newline or bytes that are not UTF-8)."""
     ranks = max((len(p.top) for p in predictions), default=0)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -128,11 +139,11 @@ def predictions_csv_text(predictions: Sequence[Prediction]) -> str:
         header += [f"top{rank}_class", f"top{rank}_probability"]
     writer.writerow([*header, "error"])
     for prediction in predictions:
-        cells = [prediction.path]
+        cells = [stored_name(prediction.path)]
         for name, probability in prediction.top:
-            cells += [name, f"{probability:.6g}"]
+            cells += [stored_name(name), f"{probability:.6g}"]
         cells += [""] * (len(header) - len(cells))
-        writer.writerow([*cells, prediction.error])
+        writer.writerow([*cells, shown_name(prediction.error)])
     return buffer.getvalue()
 
 

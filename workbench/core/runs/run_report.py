@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.core.file_names import shown_name
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.prediction_analysis import class_figures, possibly_mislabeled, top_losses
 from workbench.core.runs.predictions_file import (
@@ -110,6 +111,7 @@ def _summary_section(summary: Any, start: Any, best: Any) -> str:
     rows = [("Status", f"{summary.status}, {summary.epochs_completed}/{summary.epochs} epochs"),
             ("Model", summary.model), ("Dataset", getattr(start, "dataset_summary", "") or
                                        summary.dataset),
+            ("Validation split", summary.split_fingerprint or "not recorded"),
             ("Best validation accuracy", best_text),
             ("Device", getattr(start, "device_name", "") or summary.device),
             ("Precision", getattr(start, "precision", "") or "unknown"),
@@ -316,4 +318,6 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    # shown_name: a file or class name with bytes that are not UTF-8 would make the page
+    # unwritable, and one with a newline would break its line.
+    return html.escape(shown_name(text), quote=True)

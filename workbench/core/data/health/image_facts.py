@@ -20,6 +20,7 @@ from workbench.core.data.image_decoding import (
     ImageDecodeError,
     check_regular_file,
     decode_failure_reason,
+    displayed_size,
     prepare_image,
 )
 
@@ -40,7 +41,7 @@ class ImageFacts:
         path, size_bytes, mtime_ns: the file, and the key its facts are cached under.
         error: why the file cannot be decoded (Pillow's reason); None when it can. The
             figures below are 0 / "" for such a file.
-        width, height: the stored size in pixels.
+        width, height: the size in pixels, upright (EXIF orientation applied).
         grayscale: a grey mode, or colour channels that never differ visibly.
         mean, std: luminance mean and standard deviation, 0..255.
         sharpness: variance of the Laplacian over the luminance variance (0 for a flat image);
@@ -84,7 +85,7 @@ def image_facts(path: str) -> ImageFacts:
         return ImageFacts(path, 0, 0, exc.reason)
     try:
         with Image.open(path) as image:
-            width, height = image.size
+            width, height = displayed_size(image)  # upright, as training sees it
             grey_mode = image.mode in _GREY_MODES
             rgb = prepare_image(image, "RGB", (ANALYSIS_SIDE, ANALYSIS_SIDE))
             rgb.load()  # decodes every byte: a truncated file fails here

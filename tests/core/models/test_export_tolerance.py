@@ -46,18 +46,18 @@ STD = torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1)
 
 
 def test_the_tolerance_is_a_share_of_the_largest_logit_with_a_floor_of_one() -> None:
-    # Largest |logit| 35: tolerance 1e-4 x 35 = 3.5e-3.
-    expected = {"uint8": torch.tensor([[35.0, -2.0, 1.0], [3.0, 20.0, -35.0]])}
-    inside = check_logits(expected, 3.4e-3, {"uint8": [0, 1]})
-    assert inside.passed and inside.tolerance == pytest.approx(3.5e-3)
-    assert inside.tolerance_text == "tolerance 3.5e-03 (0.0001 x the largest |logit|, 35)"
+    # Largest |logit| 30: tolerance 5e-4 x 30 = 1.5e-2.
+    expected = {"uint8": torch.tensor([[30.0, -2.0, 1.0], [3.0, 20.0, -30.0]])}
+    inside = check_logits(expected, 1.4e-2, {"uint8": [0, 1]})
+    assert inside.passed and inside.tolerance == pytest.approx(1.5e-2)
+    assert inside.tolerance_text == "tolerance 1.5e-02 (0.0005 x the largest |logit|, 30)"
     assert inside.classes_text == "top class agrees on 2 of 2 images"
-    assert not check_logits(expected, 3.6e-3, {"uint8": [0, 1]}).passed
+    assert not check_logits(expected, 1.6e-2, {"uint8": [0, 1]}).passed
     assert not check_logits(expected, float("nan"), {"uint8": [0, 1]}).passed
-    # Logits below 1 in size: the tolerance stays 1e-4.
+    # Logits below 1 in size: the tolerance stays 5e-4.
     small = {"uint8": torch.tensor([[0.2, -0.1, 0.05]])}
-    assert check_logits(small, 9e-5, {"uint8": [0]}).tolerance == pytest.approx(1e-4)
-    assert not check_logits(small, 1.1e-4, {"uint8": [0]}).passed
+    assert check_logits(small, 4.9e-4, {"uint8": [0]}).tolerance == pytest.approx(5e-4)
+    assert not check_logits(small, 5.1e-4, {"uint8": [0]}).passed
 
 
 def test_another_top_class_is_refused_unless_the_two_top_logits_tie() -> None:
@@ -67,7 +67,7 @@ def test_another_top_class_is_refused_unless_the_two_top_logits_tie() -> None:
     assert not flipped.passed and flipped.agreeing == 1 and flipped.images == 2
     assert "predicts other classes" in flipped.failure(Path("m.onnx"), "here")
     assert "top class agrees on 1 of 2 images" in flipped.failure(Path("m.onnx"), "here")
-    # Image 1's top two logits are 5e-5 apart, within 1e-4: a flip there is rounding.
+    # Image 1's top two logits are 5e-5 apart, within 5e-4: a flip there is rounding.
     assert check_logits(expected, 5e-5, {"uint8": [0, 0]}).passed
 
 
@@ -130,16 +130,16 @@ def test_a_catalogue_model_at_64_px_with_trained_sized_logits_exports_to_onnx(
     check = result.check
     assert check is not None and check.passed
     assert check.largest_logit > 10  # far past the reach of the old fixed 1e-4
-    assert check.tolerance == pytest.approx(1e-4 * check.largest_logit)
+    assert check.tolerance == pytest.approx(5e-4 * check.largest_logit)
     assert check.max_abs_diff <= check.tolerance
     # The verdict names the figure it used.
-    assert f"within tolerance {check.tolerance:.1e} (0.0001 x the largest |logit|, " \
+    assert f"within tolerance {check.tolerance:.1e} (0.0005 x the largest |logit|, " \
         in result.verification
     assert result.verification.endswith(
         f"top class agrees on {check.images} of {check.images} images")
     # On images of the test's own, the file agrees with the eager model as promised.
     logits = load_onnx_export(result.path).module(images)
-    assert float((logits - eager).abs().max()) <= 1e-4 * TRAINED_LOGIT
+    assert float((logits - eager).abs().max()) <= 5e-4 * TRAINED_LOGIT
     assert torch.equal(logits.argmax(1), eager.argmax(1))
 
 
@@ -157,6 +157,6 @@ def test_a_file_that_computes_otherwise_is_still_refused_with_the_figures_named(
     torch.manual_seed(0)
     model = build_model(config, len(CLASSES)).eval()
     with pytest.raises(ExportError, match=r"max abs logit difference 1 > tolerance "
-                                          r"\d\.\de-0\d \(0\.0001 x the largest \|logit\|"):
+                                          r"\d\.\de-0\d \(0\.0005 x the largest \|logit\|"):
         export_torchscript(model, CLASSES, config, tmp_path / "model.pt")
     assert list(tmp_path.iterdir()) == []

@@ -56,7 +56,7 @@ def test_onnx_export_matches_the_eager_model_in_a_fresh_process(tmp_path):
     assert result.verification == ("ONNX opset 18; max |difference| from the trained model: "
                                    f"{result.subprocess_max_abs_diff:.2e} with onnxruntime in "
                                    f"a fresh process, within tolerance {check.tolerance:.1e} "
-                                   "(0.0001 x the largest |logit|, "
+                                   "(0.0005 x the largest |logit|, "
                                    f"{max(1.0, check.largest_logit):.3g}); top class agrees "
                                    "on 3 of 3 images")
     images = torch.randint(0, 256, (5, 1, 28, 28), dtype=torch.uint8)

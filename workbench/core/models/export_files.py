@@ -29,11 +29,13 @@ from workbench.core.runs.atomic_io import follow_umask
 
 # The largest |logit difference| an export may show, as a share of the largest |logit| the
 # eager model gave on the check's images (at least 1): float32 rounding in a deep graph grows
-# with the logits' magnitude. Measured (docs/export.md): every catalogue model at 64 and
-# 224 px stays within 1.6e-5 of that scale, ONNX included, so 1e-4 leaves a margin of six;
-# a file that computes otherwise (wrong normalisation, a flushed denormal) is off by the
-# logits' own order.
-RELATIVE_TOLERANCE = 1e-4
+# with the logits' magnitude. Measured (docs/export.md, `python -m
+# workbench.bench.export_families --crop 64 --trained-logits 40` and the 224 px table): the
+# ONNX files of the catalogue stay within 7.0e-5 of that scale (resnet50 at 64 px, whose own
+# float32 logits are 3.5e-5 of it from float64; the rest within 1.6e-5), so 5e-4 leaves a
+# margin of seven; a file that computes otherwise (a wrong normalisation, a flushed denormal)
+# is off by the logits' own order.
+RELATIVE_TOLERANCE = 5e-4
 FRESH_PROCESS_TIMEOUT_S = 300
 
 

@@ -1,8 +1,20 @@
-"""Group images with the same pixels, and images whose perceptual hashes are close.
+"""Group images with the same pixels, and images that are the same picture.
 
-Near duplicates are found by comparing every pair of 64-bit perceptual hashes (imagehash's
-``phash``: the DCT of a 32x32 grey copy, one bit a coefficient above the median). Pairs within
-``NEAR_DUPLICATE_BITS`` differing bits are joined, and groups are the connected components.
+Two images are near duplicates ("the same picture") when both of two tests agree:
+
+- their 64-bit perceptual hashes (imagehash's ``phash``: the DCT of a 32x32 grey copy, one bit
+  a coefficient above the median) differ by at most ``NEAR_DUPLICATE_BITS`` bits, which finds
+  the candidates among all pairs cheaply;
+- their 16 px grey thumbnails correlate (Pearson) at least ``SAME_PICTURE_CORRELATION``,
+  taking the best of the whole thumbnails and of one against the other's centre (a crop of a
+  few percent lines up with the centre). For a pair with little fine detail (``thumbnail
+  detail`` below ``DETAILED``: upscaled scans, soft pictures), the hash alone says little (all
+  1,797 of scikit-learn's 8x8 digit scans lie within a few chains of 10 bits), so the bar is
+  ``SMOOTH_CORRELATION``.
+
+A group is images that are each the same picture as every other member (complete linkage),
+never a chain of pairs whose ends have nothing in common. Measured by ``python -m
+workbench.bench.health_benchmark`` on real sets (README, Data health).
 """
 
 from __future__ import annotations
@@ -11,17 +23,23 @@ from collections import defaultdict
 
 import numpy as np
 
-from workbench.core.data.health.image_facts import ImageFacts
+from workbench.core.data.health.image_facts import ImageFacts, thumbnail_pixels
 
-# Measured on generated scenes (distinct_image, 200 at 64 and 96 px): copies re-encoded at JPEG
-# quality 30 differ from their original by at most 6 bits, resized to half by 4, cropped by 2%
-# of each side by 10, brightened by 25% by 10 (99th percentiles 4, 2, 10, 8); no two of 400
-# distinct scenes differ by fewer than 14. The health benchmark measures precision and recall.
-NEAR_DUPLICATE_BITS = 10
+# The candidates' hash distance. On the real sets re-encoded (JPEG quality 75), resized and
+# 3%-cropped copies lie within 12 bits 0.87..1.00 of the time; distinct digit scans (8x8, upscaled)
+# as close as 0 bits, which the thumbnails below tell apart.
+NEAR_DUPLICATE_BITS = 12
+# Thumbnail correlation of a pair with detail (photographs, drawings): re-encoded copies of
+# 32 px photo patches reach 0.95 in 0.84 of pairs, no distinct photo patch pair does.
+SAME_PICTURE_CORRELATION = 0.95
+# ... and of a pair with little detail: distinct 28 px digit scans reach 0.99 in 0.3% of
+# their candidate pairs (0.98 in 3%), their re-encoded copies all reach it.
+SMOOTH_CORRELATION = 0.99
+# Laplacian variance over variance of the 16 px thumbnail above which a picture has detail
+# (digit scans 0.12..0.62, photo patches median 0.96).
+DETAILED = 1.0
 # Rows of hashes compared against all others at once (memory: rows x images bytes).
 _CHUNK = 1024
-
-
 def exact_groups(facts: list[ImageFacts]) -> list[list[str]]:
     """Paths with the same decoded pixels, groups of two or more, each sorted."""
     by_digest: dict[str, list[str]] = defaultdict(list)
@@ -31,15 +49,74 @@ def exact_groups(facts: list[ImageFacts]) -> list[list[str]]:
     return sorted(sorted(paths) for paths in by_digest.values() if len(paths) > 1)
 
 
-def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS) -> list[list[str]]:
-    """Connected groups of images whose perceptual hashes differ by at most ``max_bits`` bits
-    (exact duplicates included), groups of two or more, each sorted."""
+def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
+                ) -> list[list[str]]:
+    """Groups of two or more images that are each the same picture as every other member
+    (exact duplicates included), each sorted."""
     hashed = [item for item in facts if item.phash]
     if len(hashed) < 2:
         return []
     hashes = np.array([int(item.phash, 16) for item in hashed], dtype=np.uint64)
-    groups = connected_groups(len(hashed), _close_pairs(hashes, max_bits))
+    thumbnails: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def same(first: int, second: int) -> bool:
+        if hashed[first].pixel_digest == hashed[second].pixel_digest:
+            return True
+        return same_picture(_thumbnails(hashed, first, thumbnails),
+                            _thumbnails(hashed, second, thumbnails))
+
+    pairs = [pair for pair in _close_pairs(hashes, max_bits) if same(*pair)]
+    groups = tight_groups(len(hashed), pairs)
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
+
+
+def same_picture(first: tuple[np.ndarray, np.ndarray],
+                 second: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether two (thumbnail, centre thumbnail) pairs show the same picture."""
+    whole, inset = first
+    other_whole, other_inset = second
+    correlation = max(_correlation(whole, other_whole), _correlation(inset, other_whole),
+                      _correlation(whole, other_inset))
+    detailed = min(thumbnail_detail(whole), thumbnail_detail(other_whole)) >= DETAILED
+    return correlation >= (SAME_PICTURE_CORRELATION if detailed else SMOOTH_CORRELATION)
+
+
+def thumbnail_detail(pixels: np.ndarray) -> float:
+    """Variance of the Laplacian over the variance of a thumbnail (0 for a flat one)."""
+    variance = float(pixels.var())
+    if variance < 1e-6:
+        return 0.0
+    laplacian = (pixels[1:-1, :-2] + pixels[1:-1, 2:] + pixels[:-2, 1:-1] + pixels[2:, 1:-1]
+                 - 4.0 * pixels[1:-1, 1:-1])
+    return float(laplacian.var()) / variance
+
+
+def tight_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """Groups of two or more of ``count`` items in which every two members are a pair of
+    ``pairs`` (complete linkage), each in index order; an item is in one group at most.
+
+    Greedy: the item with the most pairs starts a group, and its partners join, most paired
+    first, when they pair with every member so far. A~B, B~C without A~C gives {A, B} or
+    {B, C}, never {A, B, C}.
+    """
+    partners: dict[int, set[int]] = defaultdict(set)
+    for first, second in pairs:
+        if first != second:
+            partners[first].add(second)
+            partners[second].add(first)
+    left = set(partners)
+    groups = []
+    while left:
+        seed = min(left, key=lambda i: (-len(partners[i] & left), i))
+        group = [seed]
+        joining = sorted(partners[seed] & left, key=lambda i: (-len(partners[i] & left), i))
+        for candidate in joining:
+            if all(candidate in partners[member] for member in group):
+                group.append(candidate)
+        left -= set(group)
+        if len(group) > 1:
+            groups.append(sorted(group))
+    return sorted(groups)
 
 
 def connected_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
@@ -52,6 +129,28 @@ def connected_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]
     for index in range(count):
         members[_find(parent, index)].append(index)
     return [group for group in members.values() if len(group) > 1]
+
+
+def _thumbnails(hashed: list[ImageFacts], index: int,
+                cache: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if index not in cache:
+        item = hashed[index]
+        if item.thumbnail and item.inset_thumbnail:
+            cache[index] = (thumbnail_pixels(item.thumbnail),
+                            thumbnail_pixels(item.inset_thumbnail))
+        else:
+            cache[index] = (np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32))
+    return cache[index]
+
+
+def _correlation(first: np.ndarray, second: np.ndarray) -> float:
+    """Pearson correlation of two thumbnails; 0 when either is flat or missing."""
+    if first.shape != second.shape:
+        return 0.0
+    a = first.ravel() - first.mean()
+    b = second.ravel() - second.mean()
+    norm = float(np.sqrt(float(a @ a) * float(b @ b)))
+    return float(a @ b) / norm if norm > 1e-6 else 0.0
 
 
 def hash_distance(first: str, second: str) -> int:

@@ -8,6 +8,7 @@ training, at a fraction of the cost. The figures are measured on a copy whose lo
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from dataclasses import asdict, dataclass
@@ -28,6 +29,11 @@ from workbench.core.data.image_decoding import (
 ANALYSIS_SIDE = 64
 # Longer side of the copy the brightness, contrast and sharpness are measured on.
 METRIC_SIDE = 64
+# Side of the grey thumbnails two near-duplicate candidates are compared on (duplicate_groups).
+THUMBNAIL_SIDE = 16
+# Share of each side the second thumbnail leaves out: a copy cropped by a few percent lines up
+# with it, not with the whole picture.
+THUMBNAIL_INSET = 0.03
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 _GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 
@@ -47,6 +53,9 @@ class ImageFacts:
             blur lowers it, contrast does not change it.
         pixel_digest: SHA-1 of the decoded pixels: equal for exact duplicates.
         phash: the 64-bit perceptual hash (imagehash.phash) in hex: close for near duplicates.
+        thumbnail, inset_thumbnail: ``THUMBNAIL_SIDE`` square grey copies (base64 of the
+            bytes) of the whole picture and of its centre without ``THUMBNAIL_INSET`` of each
+            side: two images the hash calls close are copies only when these agree.
     """
 
     path: str
@@ -61,6 +70,8 @@ class ImageFacts:
     sharpness: float = 0.0
     pixel_digest: str = ""
     phash: str = ""
+    thumbnail: str = ""
+    inset_thumbnail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,7 +123,22 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
         grayscale=grey_mode or channel_spread < 8.0,
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
-        phash=str(imagehash.phash(rgb)))
+        phash=str(imagehash.phash(rgb)), thumbnail=_thumbnail(rgb, 0.0),
+        inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET))
+
+
+def _thumbnail(rgb: Image.Image, inset: float) -> str:
+    """A grey ``THUMBNAIL_SIDE`` square of ``rgb`` without ``inset`` of each side, as base64."""
+    dx, dy = rgb.width * inset, rgb.height * inset
+    grey = rgb.convert("L").resize((THUMBNAIL_SIDE, THUMBNAIL_SIDE), Image.Resampling.BILINEAR,
+                                   box=(dx, dy, rgb.width - dx, rgb.height - dy))
+    return base64.b64encode(grey.tobytes()).decode("ascii")
+
+
+def thumbnail_pixels(text: str) -> np.ndarray:
+    """The ``THUMBNAIL_SIDE`` square float32 grey pixels a thumbnail string holds."""
+    data = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
+    return data.astype(np.float32).reshape(THUMBNAIL_SIDE, THUMBNAIL_SIDE)
 
 
 def _fitted(size: tuple[int, int], side: int) -> tuple[int, int]:

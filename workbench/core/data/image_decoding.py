@@ -220,10 +220,12 @@ def image_path(image: Image.Image) -> str:
 TOO_LARGE = "image too large to decode safely"
 
 
-def too_large_reason(size: str) -> str:
-    """Why an image over ``MAX_DECODED_PIXELS`` is refused, and what to do; ``size`` says how
-    large it is ("12715x8277 = 105,242,055 pixels")."""
-    return (f"{TOO_LARGE} ({size}; the limit is {MAX_DECODED_PIXELS:,} pixels, a guard "
+def too_large_reason(size: str, limit: int | None = None) -> str:
+    """Why an image over the limit (``MAX_DECODED_PIXELS`` unless Pillow's own, lowered by
+    someone, refused it first) is refused, and what to do; ``size`` says how large it is
+    ("12715x8277 = 105,242,055 pixels")."""
+    limit = MAX_DECODED_PIXELS if limit is None else limit
+    return (f"{TOO_LARGE} ({size}; the limit is {limit:,} pixels, a guard "
             "against decompression bombs): shrink it below the limit, for example to 8,000 "
             "pixels on the longer side, or leave it out")
 
@@ -236,8 +238,11 @@ def decode_failure_reason(exc: BaseException) -> str:
         return "file not found"
     if isinstance(exc, Image.DecompressionBombError):
         # Pillow refuses at twice its own limit, before ours is reached; say it as ours.
-        found = re.search(r"\((\d+) pixels\)", str(exc))
-        return too_large_reason(f"{int(found.group(1)):,} pixels" if found else str(exc))
+        size = re.search(r"\((\d+) pixels\)", str(exc))
+        limit = re.search(r"limit of (\d+) pixels", str(exc))
+        return too_large_reason(f"{int(size.group(1)):,} pixels" if size else str(exc),
+                                min(int(limit.group(1)), MAX_DECODED_PIXELS) if limit
+                                else MAX_DECODED_PIXELS)
     if isinstance(exc, MemoryError):
         return "not enough memory to decode this image"
     if isinstance(exc, OSError) and exc.strerror:

@@ -95,9 +95,9 @@ def tight_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     """Groups of two or more of ``count`` items in which every two members are a pair of
     ``pairs`` (complete linkage), each in index order; an item is in one group at most.
 
-    Greedy: the item with the most pairs starts a group, and its partners join, most paired
-    first, when they pair with every member so far. A~B, B~C without A~C gives {A, B} or
-    {B, C}, never {A, B, C}.
+    Greedy: the item with the most pairs starts a group, and its partners join, those sharing
+    the most partners with it first, when they pair with every member so far. A~B, B~C
+    without A~C gives {A, B} or {B, C}, never {A, B, C}.
     """
     partners: dict[int, set[int]] = defaultdict(set)
     for first, second in pairs:
@@ -109,7 +109,10 @@ def tight_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     while left:
         seed = min(left, key=lambda i: (-len(partners[i] & left), i))
         group = [seed]
-        joining = sorted(partners[seed] & left, key=lambda i: (-len(partners[i] & left), i))
+        near = partners[seed] & left
+        # Partners that share the most partners with the seed first: the dense core joins
+        # before a bridge to another group does.
+        joining = sorted(near, key=lambda i: (-len(partners[i] & near), i))
         for candidate in joining:
             if all(candidate in partners[member] for member in group):
                 group.append(candidate)

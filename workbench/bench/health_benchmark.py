@@ -147,8 +147,9 @@ CLIPART_CATEGORIES = ("people", "computer", "office", "tools", "signs_and_symbol
 PLANT_KINDS = ("exact", "reencoded", "resized", "cropped", "truncated", "leak", "conflict")
 COPY_KINDS = ("exact", "reencoded", "resized", "cropped")
 # Finding kinds whose flagged share is reported (the class balance is a verdict, not files).
-SHARE_KINDS = ("unreadable", "leakage", "conflicting_label", "exact_duplicate", "near_duplicate",
-               "near_blank", "dark", "bright", "blurry", "tiny", "extreme_aspect", "grayscale")
+SHARE_KINDS = ("unreadable", "too_large", "leakage", "conflicting_label", "exact_duplicate",
+               "near_duplicate", "near_blank", "dark", "bright", "blurry", "tiny",
+               "extreme_aspect", "grayscale")
 SHARE_TARGET = 0.02
 COPY_RECALL_TARGET = 0.9
 

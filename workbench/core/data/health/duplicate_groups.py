@@ -12,6 +12,10 @@ Two images are near duplicates ("the same picture") when both of two tests agree
   1,797 of scikit-learn's 8x8 digit scans lie within a few chains of 10 bits), so the bar is
   ``SMOOTH_CORRELATION``.
 
+Thumbnails that correlate at least ``THUMBNAIL_ONLY_CORRELATION`` are copies whatever their
+hashes (line art whose hash a re-encoding moves), in folders of up to
+``THUMBNAIL_SEARCH_LIMIT`` images.
+
 A group is images that are each the same picture as every other member (complete linkage),
 never a chain of pairs whose ends have nothing in common. Measured by ``python -m
 workbench.bench.health_benchmark`` on real sets (README, Data health).
@@ -38,6 +42,14 @@ SMOOTH_CORRELATION = 0.99
 # Laplacian variance over variance of the 16 px thumbnail above which a picture has detail
 # (digit scans 0.12..0.62, photo patches median 0.96).
 DETAILED = 1.0
+# Up to this many images, pairs whose whole thumbnails correlate at least
+# THUMBNAIL_ONLY_CORRELATION are copies too, whatever their hashes: the hash of thin line art
+# (a star of a few strokes) moves 19..26 bits under JPEG re-encoding while its thumbnail keeps
+# 0.995. Without the hash's word the bar is the smooth one: at 0.95 overlapping patches of a
+# periodic brick wall pass (5% of the textures set). One matrix product of N x 256
+# thumbnails: about a second for 6,000 images.
+THUMBNAIL_SEARCH_LIMIT = 20_000
+THUMBNAIL_ONLY_CORRELATION = 0.99
 # Rows of hashes compared against all others at once (memory: rows x images bytes).
 _CHUNK = 1024
 def exact_groups(facts: list[ImageFacts]) -> list[list[str]]:
@@ -65,8 +77,10 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
         return same_picture(_thumbnails(hashed, first, thumbnails),
                             _thumbnails(hashed, second, thumbnails))
 
-    pairs = [pair for pair in _close_pairs(hashes, max_bits) if same(*pair)]
-    groups = tight_groups(len(hashed), pairs)
+    pairs = {pair for pair in _close_pairs(hashes, max_bits) if same(*pair)}
+    if len(hashed) <= THUMBNAIL_SEARCH_LIMIT:
+        pairs |= _correlated_pairs(hashed)
+    groups = tight_groups(len(hashed), sorted(pairs))
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
 
 
@@ -144,6 +158,27 @@ def _thumbnails(hashed: list[ImageFacts], index: int,
         else:
             cache[index] = (np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32))
     return cache[index]
+
+
+def _correlated_pairs(hashed: list[ImageFacts]) -> set[tuple[int, int]]:
+    """(i, j), i < j, whose whole thumbnails correlate at least THUMBNAIL_ONLY_CORRELATION."""
+    usable = [i for i, item in enumerate(hashed) if item.thumbnail]
+    if len(usable) < 2:
+        return set()
+    rows = np.stack([thumbnail_pixels(hashed[i].thumbnail).ravel() for i in usable])
+    rows -= rows.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(rows, axis=1)
+    flat = norms < 1e-3
+    rows /= np.where(flat, 1.0, norms)[:, None]
+    rows[flat] = 0.0  # a flat thumbnail correlates with nothing
+    pairs: set[tuple[int, int]] = set()
+    for start in range(0, len(rows), _CHUNK):
+        block = rows[start:start + _CHUNK] @ rows.T
+        found_rows, found_cols = np.nonzero(block >= THUMBNAIL_ONLY_CORRELATION)
+        for row, col in zip(found_rows.tolist(), found_cols.tolist(), strict=True):
+            if start + row < col:
+                pairs.add((usable[start + row], usable[col]))
+    return pairs
 
 
 def _correlation(first: np.ndarray, second: np.ndarray) -> float:

@@ -37,6 +37,8 @@ TINY_SIDE = 32
 EXTREME_ASPECT = 4.0
 # Grey images are odd when at most this share of a dataset is grey.
 GREYSCALE_MINORITY = 0.1
+# Grey share from which the folder gets one line (a mix of grey and colour gets none).
+GREY_FOLDER_SHARE = 0.95
 # Largest over smallest class at which the balance verdict says "imbalanced".
 IMBALANCED_RATIO = 3.0
 # Robust z-score beyond which a figure is an outlier (Iglewicz and Hoaglin's 3.5).
@@ -167,7 +169,7 @@ def _grey_finding(readable: list[ImageFacts]) -> Finding | None:
     share = len(grey) / len(readable)
     if not grey:
         return None
-    if share >= FOLDER_NORM_SHARE:
+    if share >= GREY_FOLDER_SHARE:
         count = "all" if len(grey) == len(readable) else f"{len(grey):,} of"
         return Finding("grayscale", (), f"{count} {len(readable):,} images are grey: a model "
                        "trained here learns shapes and brightness, not colour")

@@ -17,7 +17,7 @@ def _thumbnail(pixels: np.ndarray) -> str:
 
 def _checkerboard(cell: int) -> np.ndarray:
     ys, xs = np.mgrid[0:16, 0:16]
-    return np.where((ys // cell + xs // cell) % 2 == 0, 40, 210)
+    return np.where((ys // cell + xs // cell) % 2 == 0, 60, 190)
 
 
 def _facts(name: str, phash: str, pixels: np.ndarray) -> ImageFacts:
@@ -36,11 +36,20 @@ def test_pairs_that_chain_are_not_one_group():
     assert tight_groups(6, pairs) == [[0, 1, 2], [3, 4, 5]]
 
 
-def test_hashes_within_the_threshold_of_a_middle_image_only_pair_it_once():
-    picture = _checkerboard(4)
-    # 8 bits from A to B and from B to C, 16 from A to C (the threshold is 12).
-    facts = [_facts("a", "0000000000000000", picture), _facts("b", "00000000000000ff", picture),
-             _facts("c", "000000000000ffff", picture)]
+def test_a_middle_image_close_to_two_others_pairs_with_one_of_them_only():
+    # B is A with noise, C is B with more: A~B and B~C by hash (8 bits each, the threshold is
+    # 12) and thumbnails (correlation >= 0.95), A and C by neither (16 bits, below 0.95).
+    rng = np.random.default_rng(0)
+    a = _checkerboard(4).astype(np.float64)
+    b = np.clip(np.round(a + rng.normal(0, 17, a.shape)), 0, 255)
+    c = np.clip(np.round(b + rng.normal(0, 17, a.shape)), 0, 255)
+
+    def correlation(first, second):
+        return np.corrcoef(first.ravel(), second.ravel())[0, 1]
+
+    assert correlation(a, b) > 0.96 and correlation(b, c) > 0.96 and correlation(a, c) < 0.94
+    facts = [_facts("a", "0000000000000000", a), _facts("b", "00000000000000ff", b),
+             _facts("c", "000000000000ffff", c)]
     assert near_groups(facts) == [["/data/a.png", "/data/b.png"]]
 
 

@@ -84,13 +84,25 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
 
 
+def picture_correlation(first: ImageFacts, second: ImageFacts) -> float:
+    """The thumbnails' correlation of two images, the best alignment of the three."""
+    return _aligned_correlation(_thumbnails([first, second], 0, {}),
+                                _thumbnails([first, second], 1, {}))
+
+
+def _aligned_correlation(first: tuple[np.ndarray, np.ndarray],
+                         second: tuple[np.ndarray, np.ndarray]) -> float:
+    whole, inset = first
+    other_whole, other_inset = second
+    return max(_correlation(whole, other_whole), _correlation(inset, other_whole),
+               _correlation(whole, other_inset))
+
+
 def same_picture(first: tuple[np.ndarray, np.ndarray],
                  second: tuple[np.ndarray, np.ndarray]) -> bool:
     """Whether two (thumbnail, centre thumbnail) pairs show the same picture."""
-    whole, inset = first
-    other_whole, other_inset = second
-    correlation = max(_correlation(whole, other_whole), _correlation(inset, other_whole),
-                      _correlation(whole, other_inset))
+    whole, other_whole = first[0], second[0]
+    correlation = _aligned_correlation(first, second)
     detailed = min(thumbnail_detail(whole), thumbnail_detail(other_whole)) >= DETAILED
     return correlation >= (SAME_PICTURE_CORRELATION if detailed else SMOOTH_CORRELATION)
 

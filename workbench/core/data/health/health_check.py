@@ -19,6 +19,7 @@ from workbench.core.data.health.duplicate_groups import (
     exact_groups,
     hash_distance,
     near_groups,
+    picture_correlation,
 )
 from workbench.core.data.health.facts_cache import FactsCache
 from workbench.core.data.health.findings import (
@@ -166,9 +167,11 @@ def _findings(scan: DatasetScan, samples: list[_Sample], facts: list[ImageFacts]
 def _near_item(group: list[str], facts_of: dict[str, ImageFacts]) -> FindingItem:
     # The largest picture is kept; the others are the copies.
     ordered = sorted(group, key=lambda p: (-facts_of[p].width * facts_of[p].height, p))
-    spread = max(hash_distance(facts_of[ordered[0]].phash, facts_of[p].phash) for p in ordered)
-    reason = (f"{len(group)} copies; perceptual hashes differ by at most {spread} of 64 bits "
-              f"from {Path(ordered[0]).name}")
+    kept = facts_of[ordered[0]]
+    spread = max(hash_distance(kept.phash, facts_of[p].phash) for p in ordered)
+    least = min(picture_correlation(kept, facts_of[p]) for p in ordered[1:])
+    reason = (f"{len(group)} copies of {Path(ordered[0]).name}: 16 px thumbnails correlate "
+              f"{least:.2f} or more, perceptual hashes differ by at most {spread} of 64 bits")
     return FindingItem(tuple(ordered), reason, tuple(ordered[1:]))
 
 

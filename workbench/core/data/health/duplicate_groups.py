@@ -27,7 +27,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from workbench.core.data.health.image_facts import ImageFacts, thumbnail_pixels
+from workbench.core.data.health.image_facts import ImageFacts, colour_pixels, thumbnail_pixels
 
 # The candidates' hash distance. On the real sets re-encoded (JPEG quality 75), resized and
 # 3%-cropped copies lie within 12 bits 0.87..1.00 of the time; distinct digit scans (8x8, upscaled)
@@ -42,6 +42,10 @@ SMOOTH_CORRELATION = 0.99
 # Laplacian variance over variance of the 16 px thumbnail above which a picture has detail
 # (digit scans 0.12..0.62, photo patches median 0.96).
 DETAILED = 1.0
+# Mean chromaticity difference ((r, g, b) / (r + g + b), L1, over a 4x4 colour thumbnail) up to
+# which two pictures have the same colours: the same arrow in red and in blue, flags that share
+# a layout, a green and an orange LED are not copies (clip art); brightness does not move it.
+SAME_COLOURS = 0.05
 # Up to this many images, pairs whose whole thumbnails correlate at least
 # THUMBNAIL_ONLY_CORRELATION are copies too, whatever their hashes: the hash of thin line art
 # (a star of a few strokes) moves 19..26 bits under JPEG re-encoding while its thumbnail keeps
@@ -75,11 +79,13 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
         if hashed[first].pixel_digest == hashed[second].pixel_digest:
             return True
         return same_picture(_thumbnails(hashed, first, thumbnails),
-                            _thumbnails(hashed, second, thumbnails))
+                            _thumbnails(hashed, second, thumbnails)) \
+            and same_colours(hashed[first], hashed[second])
 
     pairs = {pair for pair in _close_pairs(hashes, max_bits) if same(*pair)}
     if len(hashed) <= THUMBNAIL_SEARCH_LIMIT:
-        pairs |= _correlated_pairs(hashed)
+        pairs |= {pair for pair in _correlated_pairs(hashed)
+                  if same_colours(hashed[pair[0]], hashed[pair[1]])}
     groups = tight_groups(len(hashed), sorted(pairs))
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
 
@@ -105,6 +111,25 @@ def same_picture(first: tuple[np.ndarray, np.ndarray],
     correlation = _aligned_correlation(first, second)
     detailed = min(thumbnail_detail(whole), thumbnail_detail(other_whole)) >= DETAILED
     return correlation >= (SAME_PICTURE_CORRELATION if detailed else SMOOTH_CORRELATION)
+
+
+def same_colours(first: ImageFacts, second: ImageFacts) -> bool:
+    """Whether two images have the same colours where they are (``SAME_COLOURS``); images
+    measured before colours were kept count as the same."""
+    if not first.colours or not second.colours:
+        return True
+    return colour_difference(colour_pixels(first.colours),
+                             colour_pixels(second.colours)) <= SAME_COLOURS
+
+
+def colour_difference(first: np.ndarray, second: np.ndarray) -> float:
+    """Mean L1 difference of the chromaticities (r, g, b) / (r + g + b) of two colour
+    thumbnails; 10 is added to each channel so that near-black cells count as grey."""
+    def chromaticity(pixels: np.ndarray) -> np.ndarray:
+        lifted = pixels + 10.0
+        return lifted / lifted.sum(axis=-1, keepdims=True)
+
+    return float(np.abs(chromaticity(first) - chromaticity(second)).sum(axis=-1).mean())
 
 
 def thumbnail_detail(pixels: np.ndarray) -> float:

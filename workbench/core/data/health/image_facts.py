@@ -34,6 +34,8 @@ THUMBNAIL_SIDE = 16
 # Share of each side the second thumbnail leaves out: a copy cropped by a few percent lines up
 # with it, not with the whole picture.
 THUMBNAIL_INSET = 0.03
+# Side of the colour thumbnail that tells a red arrow from the same arrow in blue.
+COLOUR_SIDE = 4
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 _GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 
@@ -56,6 +58,7 @@ class ImageFacts:
         thumbnail, inset_thumbnail: ``THUMBNAIL_SIDE`` square grey copies (base64 of the
             bytes) of the whole picture and of its centre without ``THUMBNAIL_INSET`` of each
             side: two images the hash calls close are copies only when these agree.
+        colours: a ``COLOUR_SIDE`` square RGB copy (base64): copies have the same colours.
     """
 
     path: str
@@ -72,6 +75,7 @@ class ImageFacts:
     phash: str = ""
     thumbnail: str = ""
     inset_thumbnail: str = ""
+    colours: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,7 +128,9 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
         phash=str(imagehash.phash(rgb)), thumbnail=_thumbnail(rgb, 0.0),
-        inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET))
+        inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET),
+        colours=base64.b64encode(rgb.resize((COLOUR_SIDE, COLOUR_SIDE), Image.Resampling.BOX)
+                                 .tobytes()).decode("ascii"))
 
 
 def _thumbnail(rgb: Image.Image, inset: float) -> str:
@@ -133,6 +139,12 @@ def _thumbnail(rgb: Image.Image, inset: float) -> str:
     grey = rgb.convert("L").resize((THUMBNAIL_SIDE, THUMBNAIL_SIDE), Image.Resampling.BILINEAR,
                                    box=(dx, dy, rgb.width - dx, rgb.height - dy))
     return base64.b64encode(grey.tobytes()).decode("ascii")
+
+
+def colour_pixels(text: str) -> np.ndarray:
+    """The ``COLOUR_SIDE`` square float32 RGB pixels a colours string holds."""
+    data = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
+    return data.astype(np.float32).reshape(COLOUR_SIDE, COLOUR_SIDE, 3)
 
 
 def thumbnail_pixels(text: str) -> np.ndarray:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import base64
 
 import numpy as np
+from PIL import Image, ImageDraw
 
 from workbench.core.data.health.duplicate_groups import near_groups, tight_groups
+from workbench.core.data.health.generated_folders import write_distinct_images
+from workbench.core.data.health.health_check import check_health
 from workbench.core.data.health.image_facts import ImageFacts
 
 
@@ -59,3 +62,26 @@ def test_a_close_hash_with_another_picture_is_not_a_copy():
              _facts("stripes", same_hash, np.where(np.mgrid[0:16, 0:16][1] % 4 < 2, 40, 210)),
              _facts("board_copy", "8f3c00ff12345679", _checkerboard(4) + 3)]
     assert near_groups(facts) == [["/data/board.png", "/data/board_copy.png"]]
+
+
+def _arrow(colour: tuple[int, int, int]) -> Image.Image:
+    """A thick arrow of ``colour`` on a transparent 96 px page, as clip art has them."""
+    image = Image.new("RGBA", (96, 96), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((30, 40, 80, 56), fill=(*colour, 255))
+    draw.polygon([(8, 48), (36, 20), (36, 76)], fill=(*colour, 255))
+    return image
+
+
+def test_the_same_drawing_in_another_colour_is_not_a_copy(tmp_path):
+    folder = tmp_path / "clipart" / "arrows"
+    folder.mkdir(parents=True)
+    _arrow((200, 30, 30)).save(folder / "red.png")
+    _arrow((30, 30, 200)).save(folder / "blue.png")
+    over_grey = Image.alpha_composite(Image.new("RGBA", (96, 96), (128, 128, 128, 255)),
+                                      _arrow((200, 30, 30)))
+    over_grey.convert("RGB").save(folder / "red_again.jpg", quality=75)
+    write_distinct_images(tmp_path / "clipart" / "others", 6, seed=3)
+    report = check_health(tmp_path / "clipart", cache_dir=str(tmp_path / "cache"), threads=2)
+    groups = [set(item.files) for item in report.finding("near_duplicate").items]
+    assert groups == [{str(folder / "red.png"), str(folder / "red_again.jpg")}]

@@ -42,10 +42,6 @@ SMOOTH_CORRELATION = 0.99
 # Laplacian variance over variance of the 16 px thumbnail above which a picture has detail
 # (digit scans 0.12..0.62, photo patches median 0.96).
 DETAILED = 1.0
-# Grey-level spread of a 16 px thumbnail below which it is too faint to confirm a copy (thin
-# line art on a transparent page: 73% of openclipart's 1,377 stars of N points, which all look
-# alike at 16 px, and 4.6% of its other drawings); only equal pixels make such images copies.
-FAINT = 8.0
 # Mean chromaticity difference ((r, g, b) / (r + g + b), L1, over a 4x4 colour thumbnail) up to
 # which two pictures have the same colours: the same arrow in red and in blue, flags that share
 # a layout, a green and an orange LED are not copies (clip art); brightness does not move it.
@@ -112,8 +108,6 @@ def same_picture(first: tuple[np.ndarray, np.ndarray],
                  second: tuple[np.ndarray, np.ndarray]) -> bool:
     """Whether two (thumbnail, centre thumbnail) pairs show the same picture."""
     whole, other_whole = first[0], second[0]
-    if min(float(whole.std()), float(other_whole.std())) < FAINT:
-        return False
     correlation = _aligned_correlation(first, second)
     detailed = min(thumbnail_detail(whole), thumbnail_detail(other_whole)) >= DETAILED
     return correlation >= (SAME_PICTURE_CORRELATION if detailed else SMOOTH_CORRELATION)
@@ -213,7 +207,7 @@ def _correlated_pairs(hashed: list[ImageFacts]) -> set[tuple[int, int]]:
     norms = np.linalg.norm(rows, axis=1)
     flat = norms < 1e-3
     rows /= np.where(flat, 1.0, norms)[:, None]
-    rows[flat | (norms < FAINT * np.sqrt(rows.shape[1]))] = 0.0  # too faint to say
+    rows[flat] = 0.0  # a flat thumbnail correlates with nothing
     pairs: set[tuple[int, int]] = set()
     for start in range(0, len(rows), _CHUNK):
         block = rows[start:start + _CHUNK] @ rows.T

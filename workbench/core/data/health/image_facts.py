@@ -34,6 +34,12 @@ THUMBNAIL_SIDE = 16
 # Share of each side the second thumbnail leaves out: a copy cropped by a few percent lines up
 # with it, not with the whole picture.
 THUMBNAIL_INSET = 0.03
+# A thumbnail with less grey-level spread (standard deviation) than this is faint (thin line
+# art on a transparent page): copies of it are judged on a FINE_SIDE thumbnail, which images
+# up to FINE_KEPT_SPREAD keep (a re-encoded copy's spread may fall either side of 8).
+FAINT_SPREAD = 8.0
+FINE_KEPT_SPREAD = 12.0
+FINE_SIDE = 32
 # Side of the colour thumbnail that tells a red arrow from the same arrow in blue.
 COLOUR_SIDE = 4
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -59,6 +65,8 @@ class ImageFacts:
             bytes) of the whole picture and of its centre without ``THUMBNAIL_INSET`` of each
             side: two images the hash calls close are copies only when these agree.
         colours: a ``COLOUR_SIDE`` square RGB copy (base64): copies have the same colours.
+        fine_thumbnail: for a faint thumbnail only (spread below ``FINE_KEPT_SPREAD``), a
+            ``FINE_SIDE`` square grey copy.
     """
 
     path: str
@@ -76,6 +84,7 @@ class ImageFacts:
     thumbnail: str = ""
     inset_thumbnail: str = ""
     colours: str = ""
+    fine_thumbnail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,21 +131,24 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
     values = np.asarray(small, dtype=np.float32)
     luma = values @ _LUMA
     channel_spread = float(np.abs(values - values.mean(axis=2, keepdims=True)).max())
+    thumbnail = _thumbnail(rgb, 0.0)
+    faint = float(thumbnail_pixels(thumbnail).std()) < FINE_KEPT_SPREAD
     return ImageFacts(
         path, info.st_size, info.st_mtime_ns, None, width, height,
         grayscale=grey_mode or channel_spread < 8.0,
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
-        phash=str(imagehash.phash(rgb)), thumbnail=_thumbnail(rgb, 0.0),
+        phash=str(imagehash.phash(rgb)), thumbnail=thumbnail,
+        fine_thumbnail=_thumbnail(rgb, 0.0, FINE_SIDE) if faint else "",
         inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET),
         colours=base64.b64encode(rgb.resize((COLOUR_SIDE, COLOUR_SIDE), Image.Resampling.BOX)
                                  .tobytes()).decode("ascii"))
 
 
-def _thumbnail(rgb: Image.Image, inset: float) -> str:
-    """A grey ``THUMBNAIL_SIDE`` square of ``rgb`` without ``inset`` of each side, as base64."""
+def _thumbnail(rgb: Image.Image, inset: float, side: int = THUMBNAIL_SIDE) -> str:
+    """A grey ``side`` square of ``rgb`` without ``inset`` of each side, as base64."""
     dx, dy = rgb.width * inset, rgb.height * inset
-    grey = rgb.convert("L").resize((THUMBNAIL_SIDE, THUMBNAIL_SIDE), Image.Resampling.BILINEAR,
+    grey = rgb.convert("L").resize((side, side), Image.Resampling.BILINEAR,
                                    box=(dx, dy, rgb.width - dx, rgb.height - dy))
     return base64.b64encode(grey.tobytes()).decode("ascii")
 
@@ -148,9 +160,10 @@ def colour_pixels(text: str) -> np.ndarray:
 
 
 def thumbnail_pixels(text: str) -> np.ndarray:
-    """The ``THUMBNAIL_SIDE`` square float32 grey pixels a thumbnail string holds."""
+    """The square float32 grey pixels a thumbnail string holds (16 or 32 a side)."""
     data = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
-    return data.astype(np.float32).reshape(THUMBNAIL_SIDE, THUMBNAIL_SIDE)
+    side = round(len(data) ** 0.5)
+    return data.astype(np.float32).reshape(side, side)
 
 
 def _fitted(size: tuple[int, int], side: int) -> tuple[int, int]:

@@ -39,7 +39,7 @@ THUMBNAIL_INSET = 0.03
 # up to FINE_KEPT_SPREAD keep (a re-encoded copy's spread may fall either side of 8).
 FAINT_SPREAD = 8.0
 FINE_KEPT_SPREAD = 12.0
-FINE_SIDE = 32
+FINE_SIDE = 48
 # Side of the colour thumbnail that tells a red arrow from the same arrow in blue.
 COLOUR_SIDE = 4
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -160,7 +160,7 @@ def colour_pixels(text: str) -> np.ndarray:
 
 
 def thumbnail_pixels(text: str) -> np.ndarray:
-    """The square float32 grey pixels a thumbnail string holds (16 or 32 a side)."""
+    """The square float32 grey pixels a thumbnail string holds (16 or 48 a side)."""
     data = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
     side = round(len(data) ** 0.5)
     return data.astype(np.float32).reshape(side, side)

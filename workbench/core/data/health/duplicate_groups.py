@@ -29,6 +29,7 @@ import numpy as np
 
 from workbench.core.data.health.image_facts import (
     FAINT_SPREAD,
+    FINE_SIDE,
     ImageFacts,
     colour_pixels,
     thumbnail_pixels,
@@ -128,7 +129,10 @@ def same_picture(first: tuple[np.ndarray, np.ndarray],
 def same_fine_picture(first: ImageFacts, second: ImageFacts) -> bool:
     """Whether two images whose 16 px thumbnails are faint (thin line art) correlate at least
     ``FINE_CORRELATION`` at 48 px; True when neither is faint."""
-    faint = any(item.thumbnail and float(thumbnail_pixels(item.thumbnail).std()) < FAINT_SPREAD
+    # Only a picture with more pixels than the 48 px thumbnail can hide detail from the 16 px
+    # one: a faint 32 px photo patch is faint at every size (its copies keep the 16 px rule).
+    faint = any(item.thumbnail and min(item.width, item.height) >= FINE_SIDE
+                and float(thumbnail_pixels(item.thumbnail).std()) < FAINT_SPREAD
                 for item in (first, second))
     if not faint:
         return True

@@ -32,6 +32,7 @@ GROUPS = {
     "accuracy": "workbench.bench.accuracy_benchmark",
     "health": "workbench.bench.health_benchmark",
     "time_to_accuracy": "workbench.bench.time_to_accuracy",
+    "parity": "workbench.bench.parity_benchmark",
 }
 DEFAULT_OUTPUT = "bench.json"
 

@@ -19,12 +19,14 @@ from workbench.cli import (
     model_commands,
     probe_commands,
     run_commands,
+    shortcut_commands,
     train_commands,
 )
 from workbench.core.runs.config import ConfigError
 
 COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, catalogue_commands,
-                   data_commands, device_commands, run_commands, probe_commands)
+                   data_commands, device_commands, run_commands, probe_commands,
+                   shortcut_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,10 +1,10 @@
 """Where the icon and the stylesheet are found.
 
-``resources/`` sits next to the ``workbench`` package: in a checkout (or an editable install)
-that is the repository root, and ``packaging/workbench.spec`` copies it to the same place
-relative to the frozen package, so one rule covers both. A wheel does not ship ``resources/``:
-``resource_path`` then names a file that does not exist, and ``app_icon``/``stylesheet`` fall
-back to the platform's look, so the window still opens.
+Installed from a wheel, they are inside the package, ``workbench/resources/`` (``setup.py``
+copies them there at build time). In a checkout (or an editable install) ``resources/`` sits
+next to the ``workbench`` package at the repository root, and ``packaging/workbench.spec``
+copies it to the same place relative to the frozen package. Where neither has the files,
+``app_icon``/``stylesheet`` fall back to the platform's look, so the window still opens.
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ from pathlib import Path
 
 from PySide6.QtGui import QIcon
 
-RESOURCES_DIR = Path(__file__).resolve().parent.parent.parent / "resources"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+INSTALLED_RESOURCES = PACKAGE_DIR / "resources"
+"""Inside the package: a wheel's install."""
+CHECKOUT_RESOURCES = PACKAGE_DIR.parent / "resources"
+"""Beside the package: a checkout, an editable install, the PyInstaller folder."""
+RESOURCES_DIR = INSTALLED_RESOURCES if INSTALLED_RESOURCES.is_dir() else CHECKOUT_RESOURCES
 
 
 def resource_path(name: str) -> Path:

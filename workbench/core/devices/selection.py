@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from workbench.core.devices.idle_card import COMMAND_INDENT, idle_card
 from workbench.core.devices.memory import memory_total
 from workbench.core.units import GIB
 
@@ -32,8 +33,13 @@ class DeviceInfo:
 
 
 def cuda_unavailable_reason() -> str | None:
-    """None when CUDA works; otherwise one sentence a user can act on."""
+    """None when CUDA works; otherwise what a user can act on. Where NVML sees an NVIDIA card
+    this torch cannot use, the card, its driver, the reason and the command that installs a
+    matching build (on the text's last line, ``idle_card.COMMAND_INDENT`` first)."""
     if torch.version.cuda is None:
+        idle = idle_card()
+        if idle is not None:
+            return idle.text
         return (
             f"this PyTorch ({torch.__version__}) is a CPU-only build; install a CUDA build of "
             "torch (see pytorch.org, 'Get started') to train on an NVIDIA GPU"
@@ -42,10 +48,14 @@ def cuda_unavailable_reason() -> str | None:
     if visible is not None and visible.strip() in ("", "-1"):
         return f"CUDA_VISIBLE_DEVICES is set to '{visible}', which hides every GPU"
     if torch.cuda.is_available():
-        return None
+        idle = idle_card()  # a card whose architecture the build lacks
+        return None if idle is None else idle.text
     try:
         torch.cuda.init()
     except Exception as exc:  # the driver's own words are the most useful explanation
+        idle = idle_card()  # a driver older than the build
+        if idle is not None:
+            return idle.text
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "driver" in detail.lower():
             return (
@@ -54,6 +64,14 @@ def cuda_unavailable_reason() -> str | None:
             )
         return f"CUDA failed to start: {detail}"
     return "no NVIDIA GPU was found by the CUDA driver"
+
+
+def as_sentence(text: str) -> str:
+    """``text`` with a full stop, unless it ends with a command on a line of its own (a stop
+    would be copied with it)."""
+    if text.rsplit("\n", 1)[-1].startswith(COMMAND_INDENT):
+        return text
+    return text if text.endswith(".") else f"{text}."
 
 
 def list_devices() -> list[DeviceInfo]:
@@ -98,12 +116,12 @@ def describe_device_choice(name: str) -> str:
     try:
         resolved = resolve_device(name)
     except DeviceError as exc:
-        return f"Cannot train on {name}: {exc}"
+        return as_sentence(f"Cannot train on {name}: {exc}")
     if resolved == "cpu":
         reason = cuda_unavailable_reason()
         if reason is None:
             return "Training will use the CPU (a CUDA GPU is available but not selected)."
-        return f"Training will use the CPU, because CUDA is unavailable: {reason}."
+        return as_sentence(f"Training will use the CPU, because CUDA is unavailable: {reason}")
     index = int(resolved[5:])
     props = torch.cuda.get_device_properties(index)
     return (

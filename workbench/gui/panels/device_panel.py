@@ -13,7 +13,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -39,16 +40,21 @@ class DeviceChoices:
     devices: tuple[tuple[str, str], ...]
     descriptions: dict[str, str]
     cuda_unavailable_reason: str | None
+    install_command: str | None = None
+    """The command that installs a torch for an NVIDIA card this one cannot use."""
 
 
 def detect_device_choices(extra: tuple[str, ...] = ()) -> DeviceChoices:
     """List devices and describe every choice (auto, each device, and ``extra`` names)."""
     from workbench.core.devices import selection as core
+    from workbench.core.devices.idle_card import idle_card
 
     devices = tuple((info.name, info.label) for info in core.list_devices())
     names = [AUTO, *(name for name, _ in devices), *extra]
     descriptions = {name: core.describe_device_choice(name) for name in dict.fromkeys(names)}
-    return DeviceChoices(devices, descriptions, core.cuda_unavailable_reason())
+    idle = idle_card()
+    return DeviceChoices(devices, descriptions, core.cuda_unavailable_reason(),
+                         None if idle is None else idle.command)
 
 
 def find_batch_size_stoppable(config: TrainConfig, num_classes: int, max_batch: int | None,
@@ -119,6 +125,12 @@ class DevicePanel(QWidget):
         font = self._choice_label.font()
         font.setBold(True)
         self._choice_label.setFont(font)
+        self._choice_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.copy_command_button = QPushButton("Copy install command", self)
+        self.copy_command_button.setToolTip("Copy the command that installs a PyTorch build "
+                                            "for the idle NVIDIA card; run it in a terminal, "
+                                            "then restart Workbench.")
+        self.copy_command_button.setVisible(False)
         self.batch_button = QPushButton("Find largest batch", self)
         self.batch_button.setToolTip("Train a few real steps at growing batch sizes with these "
                                      "settings and set the batch size to 90% of the largest "
@@ -141,12 +153,14 @@ class DevicePanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(form)
         layout.addWidget(self._choice_label)
+        layout.addWidget(self.copy_command_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addLayout(batch_row)
         self.measurements = SpeedMemoryPanel(self)  # speed probe and memory fit line
         layout.addWidget(self.measurements)
 
         self._combo.currentIndexChanged.connect(self._on_device_changed)
         self.batch_button.clicked.connect(self.batch_search_requested)
+        self.copy_command_button.clicked.connect(self._on_copy_command_clicked)
         self._batch_runner.result_ready.connect(self._on_batch_search_done)
         self._batch_runner.failed.connect(self._on_batch_search_failed)
 
@@ -207,6 +221,12 @@ class DevicePanel(QWidget):
         return self._batch_runner.is_busy()
 
     # ------------------------------------------------------------------ slots
+    def _on_copy_command_clicked(self) -> None:
+        command = self._choices.install_command if self._choices is not None else None
+        if command:
+            QGuiApplication.clipboard().setText(command)
+            self.copy_command_button.setText("Copied: paste it into a terminal")
+
     def _on_batch_search_done(self, result: Any) -> None:
         self.batch_button.setEnabled(True)
         self.batch_label.setText(result.describe())
@@ -229,6 +249,7 @@ class DevicePanel(QWidget):
             self._combo.addItem(label, name)
         self._combo.blockSignals(False)
         self._combo.setEnabled(True)
+        self.copy_command_button.setVisible(bool(choices.install_command))
         self._select(self._device)
         self._update_choice_label()
         self.devices_detected.emit(choices)

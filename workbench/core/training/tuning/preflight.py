@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.core.data.dataset_scan import DatasetError, DatasetScan
+from workbench.core.devices.idle_card import idle_card
 from workbench.core.devices.selection import DeviceError, resolve_device
 from workbench.core.models.building import imagenet_weights_path, imagenet_weights_size
 from workbench.core.models.checkpoint_format import CheckpointError, load_checkpoint
@@ -72,6 +73,7 @@ def preflight(config: TrainConfig) -> PreflightResult:
             notes.extend(_batch_notes(config, len(scan.train)))
     if "device" not in broken:
         problems.extend(_device_problems(config))
+        notes.extend(_idle_card_notes(config))
     if "output_dir" not in broken and "resume" not in broken:
         problems.extend(_run_folder_problems(config))
     if config.resume and "resume" not in broken:
@@ -122,9 +124,24 @@ def _device_problems(config: TrainConfig) -> list[Finding]:
     try:
         resolve_device(config.device)
     except DeviceError as exc:
-        return [Finding("device", problem_text("device", str(exc).removeprefix("device: ")
-                                               + "; choose 'auto' or 'cpu'"))]
+        message = str(exc).removeprefix("device: ")
+        head, newline, command = message.partition("\n")
+        if newline:  # the command that installs a working torch stays last, to be copied
+            message = f"{head.removesuffix(':')} (or choose 'auto' or 'cpu'):\n{command}"
+        else:
+            message += "; choose 'auto' or 'cpu'"
+        return [Finding("device", problem_text("device", message))]
     return []
+
+
+def _idle_card_notes(config: TrainConfig) -> list[Finding]:
+    """An NVIDIA card this torch cannot use, when the run falls back to the CPU for it."""
+    if config.device != "auto":
+        return []
+    idle = idle_card()
+    if idle is None or resolve_device("auto") != "cpu":
+        return []
+    return [Finding("device", f"Training will use the CPU: {idle.text}")]
 
 
 def _run_folder_problems(config: TrainConfig) -> list[Finding]:

@@ -8,6 +8,7 @@ The expected values come from torchvision's own transforms and loop, never from 
 
 from __future__ import annotations
 
+import argparse
 import copy
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from torchvision.datasets import ImageFolder
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
-from workbench.bench.parity_benchmark import (
+from workbench.bench.real_image_sets import write_real_set
+from workbench.bench.reference.parity_benchmark import (
     MEAN,
     STD,
     Flags,
@@ -31,7 +33,7 @@ from workbench.bench.parity_benchmark import (
     workbench_config,
     workbench_run,
 )
-from workbench.bench.real_image_sets import write_real_set
+from workbench.cli.config_flags import add_config_flags, config_from_args
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import CallbackList
 from workbench.core.training.session import TrainingSession
@@ -68,6 +70,15 @@ def test_workbench_trains_with_the_flags_as_given(digits: Path, tmp_path: Path):
     """No recipe, warm-up or smoothing slips in around the flags (from random weights the CLI
     would otherwise apply the from-scratch recipe's lr 0.001)."""
     config = workbench_config(digits, tmp_path, Flags(), seed=3)
+    # The bench's config is the one `workbench train` builds from the same flags.
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config")
+    add_config_flags(parser)
+    argv = []
+    for name, value in Flags().workbench_fields(digits, tmp_path, seed=3).items():
+        flag = "--" + name.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    assert config_from_args(parser.parse_args(argv)) == config
     assert (config.model, config.weights, config.finetune) == ("resnet18", "none", "full")
     assert (config.optimizer, config.lr, config.momentum, config.weight_decay) == \
         ("sgd", 0.01, 0.9, 1e-4)

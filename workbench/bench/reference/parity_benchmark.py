@@ -9,8 +9,9 @@ a ``RandomSampler`` loader, ``get_model(weights=None)``, SGD, ``StepLR`` stepped
 epoch, and its loop: ``train_one_epoch`` (forward, loss, ``zero_grad``, backward, step) then
 ``evaluate`` (top-1 over the validation set). Nothing in it comes from Workbench.
 
-The Workbench side is ``workbench train`` with the same flags, parsed by the CLI's own flag
-parser (so every default the CLI applies around them applies here) and trained by the engine.
+The Workbench side is ``workbench train`` with the same flags: the config the CLI builds from
+them (the same calls as its ``config_from_args``, so every default the CLI applies around
+them applies here), trained by the engine.
 
 Both run on the real image sets of ``real_image_sets`` (scans and photographs that pip
 packages ship), seed by seed, alternating which goes first. The flags are the comparison of
@@ -19,8 +20,9 @@ schedule (7 epochs x 0.1), batch 32, RandomResizedCrop 28 + flip, validation Res
 CenterCrop 28, one loader worker. Each row: mean best validation accuracy of each side over
 the seeds, their spread (standard deviation) and the wall time of all the runs.
 
-Run: ``nice -n 10 python -m workbench.bench.parity_benchmark --threads 1`` (``--help`` for the
-sets, seeds, epochs and subset sizes); ``workbench bench --only parity`` runs it in the suite.
+Run: ``nice -n 10 python -m workbench.bench.reference.parity_benchmark --threads 1``
+(``--help`` for the sets, seeds, epochs and subset sizes); ``workbench bench --only parity``
+runs it in the suite.
 """
 
 from __future__ import annotations
@@ -62,17 +64,16 @@ class Flags:
     val_crop_size: int = 28
     workers: int = 1
 
-    def workbench_argv(self, data: Path, output: Path, seed: int) -> list[str]:
-        """The same flags as ``workbench train`` arguments."""
-        return ["--data-root", str(data), "--model", self.model, "--weights", "none",
-                "--finetune", "full", "--epochs", str(self.epochs),
-                "--batch-size", str(self.batch_size), "--optimizer", "sgd", "--lr", str(self.lr),
-                "--momentum", str(self.momentum), "--weight-decay", str(self.weight_decay),
-                "--scheduler", "step", "--lr-step-size", str(self.lr_step_size),
-                "--lr-gamma", str(self.lr_gamma), "--crop-size", str(self.train_crop_size),
-                "--resize-size", str(self.val_resize_size), "--train-hflip",
-                "--workers", str(self.workers), "--seed", str(seed), "--device", "cpu",
-                "--output-dir", str(output / "runs"), "--cache-dir", str(output / "cache")]
+    def workbench_fields(self, data: Path, output: Path, seed: int) -> dict[str, Any]:
+        """The same flags as ``workbench train`` settings (each one a ``--`` flag there)."""
+        return {"data_root": str(data), "model": self.model, "weights": "none",
+                "finetune": "full", "epochs": self.epochs, "batch_size": self.batch_size,
+                "optimizer": "sgd", "lr": self.lr, "momentum": self.momentum,
+                "weight_decay": self.weight_decay, "scheduler": "step",
+                "lr_step_size": self.lr_step_size, "lr_gamma": self.lr_gamma,
+                "crop_size": self.train_crop_size, "resize_size": self.val_resize_size,
+                "train_hflip": True, "workers": self.workers, "seed": seed, "device": "cpu",
+                "output_dir": str(output / "runs"), "cache_dir": str(output / "cache")}
 
 
 @dataclass(frozen=True)
@@ -188,13 +189,15 @@ def evaluate(model: torch.nn.Module, loader: Any) -> float:
 
 # ---------------------------------------------------------------------- workbench
 def workbench_config(data: Path, output: Path, flags: Flags, seed: int) -> Any:
-    """The config ``workbench train`` builds from the same flags (its own parser)."""
-    from workbench.cli.config_flags import add_config_flags, config_from_args
+    """The config ``workbench train`` builds from the same flags: the flags over the defaults,
+    then the model's defaults and the weights' recipe in the fields no flag set, as the CLI's
+    ``config_from_args`` applies them."""
+    from workbench.core.runs.config import TrainConfig
+    from workbench.core.runs.model_defaults import apply_model_defaults, settings_for_weights
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--config")
-    add_config_flags(parser)
-    return config_from_args(parser.parse_args(flags.workbench_argv(data, output, seed)))
+    given = flags.workbench_fields(data, output, seed)
+    config = apply_model_defaults(TrainConfig().replace(**given), set(given))
+    return settings_for_weights(config, set(given))[0]
 
 
 def workbench_run(data: Path, output: Path, flags: Flags, seed: int) -> RunResult:

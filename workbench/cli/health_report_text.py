@@ -61,6 +61,9 @@ def print_report(report: HealthReport) -> None:
             print(f"  {files}: {item.reason}")
         if finding.count > SHOWN_ITEMS:
             print(f"  ... and {finding.count - SHOWN_ITEMS:,} more (see the report)")
+    for finding in report.findings:  # a kind that is the folder's norm: one line about it
+        if not finding.items and finding.verdict and finding.kind != "imbalance":
+            print(f"{finding.title} [{finding.kind}]: {finding.verdict}")
     balance = report.finding("imbalance")
     if balance is not None:
         print(f"Class balance: {balance.verdict}")

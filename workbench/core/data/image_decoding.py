@@ -30,6 +30,7 @@ without loading torch.
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import numpy as np
@@ -133,11 +134,8 @@ def check_decoded_size(
     image.draft(mode, draft_size)
     width, height = image.size
     if width * height > MAX_DECODED_PIXELS:
-        raise ImageDecodeError(
-            image_path(image),
-            f"image too large to decode safely ({width}x{height} = {width * height:,} pixels; "
-            f"the limit is {MAX_DECODED_PIXELS:,})",
-        )
+        raise ImageDecodeError(image_path(image),
+                               too_large_reason(f"{width}x{height} = {width * height:,} pixels"))
     if max(width, height) > MAX_ASPECT_RATIO * max(1, min(width, height)):
         raise ImageDecodeError(
             image_path(image),
@@ -223,6 +221,19 @@ def image_path(image: Image.Image) -> str:
     return str(getattr(image, "filename", "") or "<image in memory>")
 
 
+TOO_LARGE = "image too large to decode safely"
+
+
+def too_large_reason(size: str, limit: int | None = None) -> str:
+    """Why an image over the limit (``MAX_DECODED_PIXELS`` unless Pillow's own, lowered by
+    someone, refused it first) is refused, and what to do; ``size`` says how large it is
+    ("12715x8277 = 105,242,055 pixels")."""
+    limit = MAX_DECODED_PIXELS if limit is None else limit
+    return (f"{TOO_LARGE} ({size}; the limit is {limit:,} pixels, a guard "
+            "against decompression bombs): shrink it below the limit, for example to 8,000 "
+            "pixels on the longer side, or leave it out")
+
+
 def decode_failure_reason(exc: BaseException) -> str:
     """A short, plain reason for a decoding exception."""
     if isinstance(exc, UnidentifiedImageError):
@@ -230,7 +241,12 @@ def decode_failure_reason(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return "file not found"
     if isinstance(exc, Image.DecompressionBombError):
-        return f"image too large to decode safely ({exc})"
+        # Pillow refuses at twice its own limit, before ours is reached; say it as ours.
+        size = re.search(r"\((\d+) pixels\)", str(exc))
+        limit = re.search(r"limit of (\d+) pixels", str(exc))
+        return too_large_reason(f"{int(size.group(1)):,} pixels" if size else str(exc),
+                                min(int(limit.group(1)), MAX_DECODED_PIXELS) if limit
+                                else MAX_DECODED_PIXELS)
     if isinstance(exc, MemoryError):
         return "not enough memory to decode this image"
     if isinstance(exc, OSError) and exc.strerror:

@@ -144,11 +144,14 @@ def write_best_predictions(collector: PredictionCollector | None, run_dir: Path 
     """
     if collector is None:
         return "no predictions were collected, so predictions.csv was not written"
+    problems = []
     try:
         collector.write(run_dir, samples, class_names)
     except (OSError, ValueError) as exc:
-        return f"{Path(run_dir) / 'predictions.csv'} could not be written: {exc}"
-    return write_best_feature_findings(collector, run_dir, samples, class_names, root)
+        problems.append(f"{Path(run_dir) / 'predictions.csv'} could not be written: {exc}")
+    # The feature findings do not need predictions.csv: one failed write loses one file.
+    problems.append(write_best_feature_findings(collector, run_dir, samples, class_names, root))
+    return "; ".join(p for p in problems if p) or None
 
 
 def write_best_feature_findings(collector: PredictionCollector, run_dir: Path | str,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.core.file_names import shown_name
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.prediction_analysis import class_figures, possibly_mislabeled, top_losses
 from workbench.core.runs.predictions_file import (
@@ -25,6 +26,7 @@ from workbench.core.runs.predictions_file import (
 )
 from workbench.core.runs.run_folder import FEATURE_FINDINGS_FILE
 from workbench.core.runs.run_index import best_epoch_events, read_run_summary, run_curves
+from workbench.core.transparency import composite_transparency
 
 REPORT_FILE = "report.html"
 THUMBNAIL_PX = 96
@@ -35,7 +37,8 @@ h1{margin-bottom:0}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}
 .muted{color:#777}.grid{display:flex;flex-wrap:wrap;gap:10px}
-figure{margin:0;width:120px;font-size:11px}figure img{display:block;border:1px solid #ccc}
+figure{margin:0;width:120px;font-size:11px;overflow-wrap:anywhere}
+figure img{display:block;border:1px solid #ccc;max-width:118px;margin-bottom:2px}
 .bad{color:#b00020;font-weight:bold}.good{color:#1b7a1b}
 """
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
@@ -108,6 +111,7 @@ def _summary_section(summary: Any, start: Any, best: Any) -> str:
     rows = [("Status", f"{summary.status}, {summary.epochs_completed}/{summary.epochs} epochs"),
             ("Model", summary.model), ("Dataset", getattr(start, "dataset_summary", "") or
                                        summary.dataset),
+            ("Validation split", summary.split_fingerprint or "not recorded"),
             ("Best validation accuracy", best_text),
             ("Device", getattr(start, "device_name", "") or summary.device),
             ("Precision", getattr(start, "precision", "") or "unknown"),
@@ -238,12 +242,15 @@ def _images_section(anchor: str, heading: str, text: str,
 
 
 def _thumbnail(path: str) -> str:
-    """The image as an inline PNG thumbnail, or a note when it cannot be read any more."""
+    """The image as an inline PNG thumbnail, or a note when it cannot be read any more.
+
+    Transparent pixels show the grey training composited them on, as the app's views do.
+    """
     from PIL import Image, ImageOps
 
     try:
         with Image.open(path) as image:
-            image = ImageOps.exif_transpose(image)
+            image = composite_transparency(ImageOps.exif_transpose(image))
             image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
             buffer = io.BytesIO()
             image.convert("RGB").save(buffer, format="PNG")
@@ -310,15 +317,19 @@ def _exports_section(folder: Path) -> str:
     for name, e in exports.items():
         verdict_class = "good" if e.get("verified") else "bad"
         rows.append(
-            f"<tr><td class='l'>{_e(name)}</td><td class='l'>{_e(str(e.get('export_format')))}"
+            f"<tr><td class='l'>{_e(name)}</td>"
+            f"<td class='l {verdict_class}'>{_e(str(e.get('verdict', '')))}</td>"
+            f"<td class='l'>{_e(str(e.get('export_format')))}"
             f"</td><td>{e.get('size_bytes', 0) / 2**20:.2f} MiB</td>"
             f"<td>{_pct(e.get('val_accuracy'))}</td><td>{_pct(e.get('top1_agreement'))}</td>"
             f"<td>{_number(e.get('latency_ms_median'))} ms</td>"
             f"<td>{_number(e.get('images_per_second'), 0)}</td>"
-            f"<td class='l {verdict_class}'>{_e(str(e.get('verdict', '')))}</td></tr>")
-    table = ("<table><tr><th class='l'>file</th><th class='l'>format</th><th>size</th>"
+            f"<td class='l'>{_e(str(e.get('verification', '')))}</td></tr>")
+    # The verdict first, beside the file's name; how it was made and checked last (detail).
+    table = ("<table><tr><th class='l'>file</th><th class='l'>verdict</th>"
+             "<th class='l'>format</th><th>size</th>"
              "<th>val accuracy</th><th>agreement with float32</th><th>batch-1 latency</th>"
-             "<th>images/s (batch 32)</th><th class='l'>verdict</th></tr>"
+             "<th>images/s (batch 32)</th><th class='l'>how it was made and checked</th></tr>"
              f"{''.join(rows)}</table>")
     return _section("exports", "Exports", table)
 
@@ -342,4 +353,6 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    # shown_name: a file or class name with bytes that are not UTF-8 would make the page
+    # unwritable, and one with a newline would break its line.
+    return html.escape(shown_name(text), quote=True)

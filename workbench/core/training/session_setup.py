@@ -10,9 +10,9 @@ import torch
 
 from workbench.core.data.cache_folder import cache_messages
 from workbench.core.data.data_pipeline import image_cache_dir
-from workbench.core.data.dataset_scan import DatasetError, DatasetScan, scan_dataset
-from workbench.core.data.health.exclusion_list import apply_exclusions
+from workbench.core.data.dataset_scan import DatasetError, DatasetScan
 from workbench.core.data.image_cache import cache_path
+from workbench.core.data.training_scan import scan_for_run
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.model_catalog import RECIPE_FIELDS, scratch_recipe
@@ -24,24 +24,29 @@ CACHE_PROBES = 64
 
 
 def scan_for_training(config: TrainConfig) -> DatasetScan:
-    """Scan ``config.data_root`` and refuse what cannot be trained.
+    """Scan ``config.data_root`` as the Dataset tab shows it (``scan_for_run``: headers
+    checked, the health check's copies kept on one side, the exclusion list applied) and
+    refuse what cannot be trained.
 
     Raises:
         DatasetError: Fewer than 2 classes, no training or no validation images; the
             message names the folder (and the class) and what to add.
     """
-    scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
-    scan = apply_exclusions(scan, config.exclude_file)  # files the user chose to leave out
+    scan = scan_for_run(config.data_root, config.val_fraction, config.seed,
+                        cache_dir=config.cache_dir, exclude_file=config.exclude_file)
     if len(scan.class_names) < 2:
         found = ", ".join(f"'{name}'" for name in scan.class_names)
         raise DatasetError(f"{config.data_root}: needs at least 2 class folders, found "
                            f"{len(scan.class_names)} ({found}); a classifier tells classes "
                            "apart, so add a folder of images for each other class")
     if not scan.train:
-        raise DatasetError(f"{config.data_root}: no training images found")
+        raise DatasetError(f"{config.data_root}: no training images found"
+                           + (f" ({len(scan.left_out):,} left out by {config.exclude_file})"
+                              if scan.left_out else ""))
     if not scan.val:
-        raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
-                           "at least 2 images to a class for the automatic split")
+        raise DatasetError(f"{config.data_root}: no validation images: no class has 2 usable "
+                           "images to split; add a val/ folder, or at least 2 images to a "
+                           "class for the automatic split")
     return scan
 
 

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.core.file_names import shown_name
 from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
@@ -49,13 +50,14 @@ WEIGHTED_LOSS = "weighted_loss"
 WEIGHTED_SAMPLER = "weighted_sampler"
 
 
-def run_scan(root: str, val_fraction: float, seed: int) -> DatasetScan:
-    """Pool thread: scan ``root``, opening every image's header (nothing is decoded), so a
-    file Pillow cannot read is listed as left out now rather than found in training.
-    Imported here so building the panel does not load torch."""
-    from workbench.core.data.dataset_scan import scan_dataset
+def run_scan(root: str, val_fraction: float, seed: int, cache_dir: str = "",
+             exclude_file: str = "") -> DatasetScan:
+    """Pool thread: scan ``root`` as training will (``scan_for_run``: every image's header
+    opened, the health check's copies kept on one side, the exclusion list applied), so the
+    tab's counts are the run's. Imported here so building the panel does not load torch."""
+    from workbench.core.data.training_scan import scan_for_run
 
-    return scan_dataset(root, val_fraction=val_fraction, seed=seed, verify=True)
+    return scan_for_run(root, val_fraction, seed, cache_dir=cache_dir, exclude_file=exclude_file)
 
 
 def layout_text(scan: DatasetScan) -> str:
@@ -148,6 +150,8 @@ class DatasetPanel(QWidget):
         self._recent: list[str] = []
         self._val_fraction = 0.2
         self._seed = 0
+        self._cache_dir = ""
+        self._exclude_file = ""
         self._runner = LatestRequestRunner(self, priority=1)
         self._build_widgets()
         self._build_layout()
@@ -257,7 +261,7 @@ class DatasetPanel(QWidget):
         self.layout_label.hide()
         self.summary_label.setText(f"Scanning {self._folder}…")
         self.summary_label.show()
-        self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
+        self._submit_scan()
         self.folder_changed.emit(self._folder)
 
     def folder(self) -> str:
@@ -268,14 +272,20 @@ class DatasetPanel(QWidget):
         """The scan of the current folder; None while scanning or when it failed."""
         return self._scan
 
-    def set_scan_options(self, val_fraction: float, seed: int) -> None:
-        """Split options of the flat layout; the current folder is scanned again if they change."""
-        changed = (val_fraction, seed) != (self._val_fraction, self._seed)
-        self._val_fraction = val_fraction
-        self._seed = seed
-        self.health_panel.set_options(val_fraction, seed)
-        if changed and self._folder:
+    def set_scan_options(self, val_fraction: float, seed: int, cache_dir: str = "",
+                         exclude_file: str = "") -> None:
+        """The settings the run's scan reads (split, health check's cache, the files left
+        out); the current folder is scanned again if they change, so the counts stay the
+        run's."""
+        split_changed = (val_fraction, seed) != (self._val_fraction, self._seed)
+        changed = (cache_dir, exclude_file) != (self._cache_dir, self._exclude_file)
+        self._val_fraction, self._seed = val_fraction, seed
+        self._cache_dir, self._exclude_file = cache_dir, exclude_file
+        self.health_panel.set_options(val_fraction, seed, cache_dir)
+        if split_changed and self._folder:
             self.set_folder(self._folder)
+        elif changed and self._folder:
+            self._submit_scan()  # the health findings shown stay: only the counts change
 
     def recent_folders(self) -> list[str]:
         """Folders chosen before, most recent first (the main window persists them)."""
@@ -356,7 +366,7 @@ class DatasetPanel(QWidget):
         # The automatic split keeps the duplicate groups just found on one side: scan again
         # so the counts and thumbnails show the split training will use.
         if self._scan is not None and self._scan.layout == "flat":
-            self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
+            self._submit_scan()
 
     @Slot(int)
     def _on_problem_tab_changed(self, _index: int) -> None:
@@ -380,17 +390,23 @@ class DatasetPanel(QWidget):
         self._update_thumbnail_filter()
 
     # ---------------------------------------------------------------- updates
+    def _submit_scan(self) -> None:
+        self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed,
+                            self._cache_dir, self._exclude_file)
+
     def _update_issues(self, scan: DatasetScan) -> None:
         self.issues_list.clear()
-        for mismatch in scan.mismatches:
+        for mismatch in [*scan.mismatches, *scan.split_notes]:
             self.issues_list.addItem(mismatch)
         root = scan.root
         for skipped in scan.skipped:
-            shown = os.path.relpath(skipped.path, root) if skipped.path.startswith(root) else (
-                skipped.path
-            )
+            shown = shown_name(os.path.relpath(skipped.path, root)
+                               if skipped.path.startswith(root) else skipped.path)
             self.issues_list.addItem(f"{shown}: {skipped.reason}")
-        total = len(scan.mismatches) + len(scan.skipped)
+        if scan.left_out:
+            self.issues_list.addItem(f"{len(scan.left_out):,} file(s) left out by the exclusion "
+                                     f"list {self._exclude_file}")
+        total = len(scan.mismatches) + len(scan.split_notes) + len(scan.skipped)
         self.issues_group.setTitle(
             f"Files left out and other problems ({total:,})" if total else "No files left out"
         )
@@ -407,7 +423,7 @@ class DatasetPanel(QWidget):
         self.class_filter_combo.clear()
         self.class_filter_combo.addItem(f"All classes ({sum(counts):,})", ALL_CLASSES)
         for label, name in enumerate(scan.class_names if scan is not None else []):
-            self.class_filter_combo.addItem(f"{name} ({counts[label]:,})", label)
+            self.class_filter_combo.addItem(f"{shown_name(name)} ({counts[label]:,})", label)
         index = self.class_filter_combo.findData(chosen)
         self.class_filter_combo.setCurrentIndex(max(index, 0))
         self.class_filter_combo.blockSignals(False)

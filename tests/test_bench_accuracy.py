@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.bench.accuracy_benchmark import QUICK, accuracy_rows
+from workbench.bench.reference.accuracy_benchmark import QUICK, accuracy_rows
 
 
 def test_the_accuracy_target_is_one_less_the_spread_of_the_paired_differences():

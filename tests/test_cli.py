@@ -85,10 +85,11 @@ def test_train_with_flags_prints_progress_and_exports(trained_run):
     assert "Training will use the CPU" in output
     assert "Memory is not limited on the CPU" in output
     assert "epoch 1/1" in output and "run completed" in output
-    assert ("verified: TorchScript, scripted; max |difference| from the trained model: "
+    assert "\nVERIFIED: reproduces the trained model (max |difference| " in output
+    assert ("\n  how: TorchScript, scripted; max |difference| from the trained model: "
             in output)
     assert "reloaded here, " in output and " in a fresh process" in output
-    assert (run_dir / "model_scripted.pt").is_file()
+    assert (run_dir / "model_torchscript.pt").is_file()
     assert json.loads((run_dir / "config.json").read_text())["config"]["epochs"] == 1
 
 
@@ -114,7 +115,7 @@ def test_predict_prints_top_classes(trained_run):
     image = next((data / "val" / "circle").glob("*.png"))
     bad = work / "notes.png"
     bad.write_text("not an image")
-    result = run_cli("predict", str(run_dir / "model_scripted.pt"), str(image), str(bad),
+    result = run_cli("predict", str(run_dir / "model_torchscript.pt"), str(image), str(bad),
                      "--topk", "2", cwd=work)
     assert result.returncode == 1  # one of the two images failed
     lines = result.stdout.strip().splitlines()
@@ -136,7 +137,7 @@ def test_predict_a_folder_with_the_best_model_into_a_csv(trained_run):
     assert [r["path"] for r in rows] == sorted(str(p) for p in folder.glob("*.png"))
     assert all(float(r["top1_probability"]) >= float(r["top2_probability"]) for r in rows)
     # The exported TorchScript model ranks every image the same way.
-    exported = run_cli("predict", str(run_dir / "model_scripted.pt"), str(folder), "--topk",
+    exported = run_cli("predict", str(run_dir / "model_torchscript.pt"), str(folder), "--topk",
                        "2", cwd=work)
     assert [line.split(": ")[1].split()[0] for line in exported.stdout.splitlines()] == [
         r["top1_class"] for r in rows]

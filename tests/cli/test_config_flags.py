@@ -108,15 +108,16 @@ def test_resnet18_gets_the_transfer_learning_tutorial_settings(tmp_path):
 def test_weights_none_switches_an_unasked_last_layer_to_full_and_says_so(tmp_path, capsys):
     config = _saved(tmp_path, "--weights", "none")
     assert config.finetune == "full"
-    assert "finetune set to 'full'" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "Fine-tune set to \u201cWhole network (full fine-tuning)\u201d" in said
 
 
 def test_weights_none_gives_a_resnet_the_from_scratch_recipe_and_says_so(tmp_path, capsys):
     config = _saved(tmp_path, "--model", "resnet34", "--weights", "none")
     assert {name: getattr(config, name) for name in RESNET_SCRATCH} == RESNET_SCRATCH
     err = capsys.readouterr().err
-    assert "note: adamw lr 0.001, schedule warmup_cosine: the recipe for training every " \
-           "layer from random weights" in err
+    assert "note: AdamW at learning rate 0.001, warm-up, then cosine schedule: the recipe for " \
+           "training every layer from random weights" in err
     # Pretrained weights keep the family's fine-tuning recipe.
     config = _saved(tmp_path, "--model", "resnet34")
     assert (config.optimizer, config.lr, config.scheduler) == ("sgd", 0.001, "step")

@@ -57,3 +57,19 @@ def test_scan_health_of_a_missing_folder_fails_with_its_name(tmp_path, capsys):
 def test_an_unknown_leave_out_kind_is_named(tmp_path, capsys):
     assert main(["scan", "--health", str(tmp_path), "--leave-out", "smudges"]) == 2
     assert "--leave-out: unknown kind(s) smudges" in capsys.readouterr().err
+
+
+def test_a_folder_of_small_images_gets_one_line_not_one_finding_an_image(tmp_path, capsys):
+    from workbench.core.data.health.generated_folders import write_distinct_images
+
+    root = tmp_path / "small"
+    write_distinct_images(root / "a", 12, seed=1, size=20)
+    write_distinct_images(root / "b", 12, seed=2, size=20)
+    assert main(["scan", "--health", str(root), "--cache-dir", str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert "Tiny images [tiny]: all 24 images are 20x20: they are upscaled to the crop" in out
+    assert "a side below 32" not in out  # no image named for what all of them are
+    report = Path(next(line for line in out.splitlines()
+                       if line.startswith("health report: ")).removeprefix("health report: "))
+    tiny = next(f for f in json.loads(report.read_text())["findings"] if f["kind"] == "tiny")
+    assert tiny["items"] == [] and tiny["count"] == 0

@@ -35,6 +35,17 @@ def write_png_with_a_broken_exif_block(path: Path) -> None:
     path.write_bytes(buffer.getvalue())
 
 
+def write_truncated_png(path: Path, size: tuple[int, int] = (40, 32)) -> None:
+    """A PNG of noise cut off after two thirds of its bytes: its header reads (so the scan's
+    header check lets it through), its pixels do not decode (training finds it)."""
+    noise = Image.frombytes("RGB", size, bytes((i * 7919) % 251 for i in range(3 * size[0]
+                                                                              * size[1])))
+    buffer = io.BytesIO()
+    noise.save(buffer, "PNG")
+    data = buffer.getvalue()
+    path.write_bytes(data[: len(data) * 2 // 3])
+
+
 @pytest.fixture
 def png_with_a_broken_exif_block():
     """``write_png_with_a_broken_exif_block``, for tests in any folder below this one."""

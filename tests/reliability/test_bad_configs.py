@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.conftest import write_truncated_png
 from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
@@ -115,12 +116,12 @@ def test_max_failed_images_is_a_strict_limit(
                                size=(40, 32), layout="train_val", val_per_class=2)
     bad = sorted((root / "train" / "square").glob("*.png"))[:broken]
     for path in bad:
-        path.write_bytes(b"<html>moved</html>")
+        write_truncated_png(path)  # its header reads: the scan keeps it, decoding fails
     end = train(_config(root, tmp_path / "runs", max_failed_images=allowed))
     assert end.status == status
     if status == "failed":
         assert end.error.startswith("max_failed_images: 1 image could not be decoded")
-        assert str(bad[0]) in end.error and "not an image Pillow can identify" in end.error
+        assert str(bad[0]) in end.error and "image file is truncated" in end.error
 
 
 def test_a_cache_dir_that_is_a_file_is_refused_naming_it(shapes: Path, tmp_path: Path) -> None:

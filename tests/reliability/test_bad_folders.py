@@ -119,8 +119,9 @@ def test_one_image_in_every_class_is_refused_saying_what_to_add(tmp_path: Path) 
                                size=(32, 32))
     end = train(_tiny_config(root, tmp_path / "runs"))
     assert end.status == "failed"
-    assert end.error == (f"{root}: no validation images; add a val/ folder or at least 2 "
-                         "images to a class for the automatic split")
+    assert end.error == (f"{root}: no validation images: no class has 2 usable images to split; "
+                         "add a val/ folder, or at least 2 images to a class for the automatic "
+                         "split")
 
 
 # ----------------------------------------------------------------------------- clutter and links

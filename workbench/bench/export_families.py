@@ -1,6 +1,7 @@
 """Export every catalogue model to TorchScript and ONNX and verify both files.
 
-``python -m workbench.bench.export_families [--models a,b] [--crop 224] [-o FILE.json]``
+``python -m workbench.bench.export_families [--models a,b] [--crop 224] [--trained-logits 40]
+[-o FILE.json]``
 
 Each model is built with random weights (nothing downloaded) and a 3-class head, its
 BatchNorm statistics set from the kind of images the exports are verified with (random
@@ -12,8 +13,11 @@ checked against the eager model in one fresh Python process shared by all of the
 traced and why), the largest logit difference each file showed in that process beside the
 largest logit the model gave and how far the eager model's own float32 logits are from its
 float64 ones (the scale the differences are read against: a random network can amplify
-rounding), and the seconds both exports took. The files are written to a temporary folder
-and deleted.
+rounding), and the seconds both exports took. ``--trained-logits X`` scales the head so that
+the largest |logit| is about X, as after training (random heads give logits near 1; rounding
+grows with the logits), and the table then also gives the ONNX difference as a share of that
+scale: what the export check's tolerance (``RELATIVE_TOLERANCE`` of the largest |logit|) is
+held against. The files are written to a temporary folder and deleted.
 """
 
 from __future__ import annotations
@@ -69,22 +73,23 @@ class ExportedFamilyRow:
 
 
 def export_catalogue(models: Sequence[str] = MODEL_NAMES, crop: int = 224,
-                     on_row: Callable[[ExportedFamilyRow], None] | None = None
-                     ) -> list[ExportedFamilyRow]:
-    """Export each of ``models`` both ways at ``crop`` px; one row each, in order."""
+                     on_row: Callable[[ExportedFamilyRow], None] | None = None,
+                     trained_logits: float | None = None) -> list[ExportedFamilyRow]:
+    """Export each of ``models`` both ways at ``crop`` px; one row each, in order.
+    ``trained_logits``: scale each head so that its largest |logit| is about this."""
     rows = []
     with FreshProcessVerifier() as verifier, \
             tempfile.TemporaryDirectory(prefix="workbench-export-families-") as folder:
         for name in models:
-            row = _export_one(name, crop, Path(folder), verifier)
+            row = _export_one(name, crop, Path(folder), verifier, trained_logits)
             rows.append(row)
             if on_row is not None:
                 on_row(row)
     return rows
 
 
-def _export_one(name: str, crop: int, folder: Path, verifier: FreshProcessVerifier
-                ) -> ExportedFamilyRow:
+def _export_one(name: str, crop: int, folder: Path, verifier: FreshProcessVerifier,
+                trained_logits: float | None = None) -> ExportedFamilyRow:
     family = "small_cnn" if name == SMALL_CNN else model_facts(name).family
     if name == SMALL_CNN:
         crop = int(defaults_for(name)["crop_size"])
@@ -93,6 +98,13 @@ def _export_one(name: str, crop: int, folder: Path, verifier: FreshProcessVerifi
     torch.manual_seed(0)
     model = build_model(config, len(CLASS_NAMES))
     max_logit, float64_diff = _set_batchnorm_statistics(model, config)
+    if trained_logits:
+        gain = trained_logits / max_logit
+        head = [layer for layer in model.modules() if isinstance(layer, torch.nn.Linear)][-1]
+        with torch.no_grad():
+            head.weight.mul_(gain)
+            head.bias.mul_(gain)
+        max_logit, float64_diff = max_logit * gain, float64_diff * gain
     seconds, diffs, how, errors = [0.0, 0.0], [None, None], "", []
     for index, (export, suffix) in enumerate(((export_torchscript, ".pt"),
                                               (export_onnx, ".onnx"))):
@@ -157,13 +169,16 @@ def _set_batchnorm_statistics(model: torch.nn.Module, config: TrainConfig
 def table(rows: Sequence[ExportedFamilyRow]) -> str:
     """The rows as a Markdown table."""
     lines = ["| family | model | crop | TorchScript | max \\|logit\\| | float32 vs float64 "
-             "eager | TorchScript max diff | ONNX max diff | seconds (both) |",
-             "|" + " --- |" * 9]
+             "eager | TorchScript max diff | ONNX max diff | ONNX diff / max(1, max \\|logit\\|) "
+             "| seconds (both) |",
+             "|" + " --- |" * 10]
     for row in rows:
+        share = "failed" if row.onnx_max_diff is None else \
+            f"{row.onnx_max_diff / max(1.0, row.max_logit):.1e}"
         lines.append(f"| {row.family} | {row.model} | {row.crop} | {row.how} | "
                      f"{row.max_logit:.2g} | {row.float64_diff:.1e} | "
                      f"{_diff(row.torchscript_max_diff)} | {_diff(row.onnx_max_diff)} | "
-                     f"{row.seconds:.1f} |")
+                     f"{share} | {row.seconds:.1f} |")
     lines.extend(f"\n{row.model} failed: {row.error}" for row in rows if row.error)
     return "\n".join(lines)
 
@@ -177,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODEL_NAMES),
                         help="comma-separated catalogue models (default: all of them)")
     parser.add_argument("--crop", type=int, default=224, help="crop size in px (default 224)")
+    parser.add_argument("--trained-logits", type=float, default=None, metavar="X",
+                        help="scale each head so that its largest |logit| is about X, as "
+                             "after training (default: leave the random head)")
     parser.add_argument("-o", "--output", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     try:
@@ -185,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--models: {exc}")
     started = time.perf_counter()
     rows = export_catalogue(models, args.crop, on_row=lambda row: print(
-        f"{row.model}: {row.how}, {row.seconds:.1f} s", file=sys.stderr, flush=True))
+        f"{row.model}: {row.how}, {row.seconds:.1f} s", file=sys.stderr, flush=True),
+        trained_logits=args.trained_logits)
     print(table(rows))
     print(f"\n{len(rows)} models in {time.perf_counter() - started:.0f} s, torch "
           f"{torch.__version__}")

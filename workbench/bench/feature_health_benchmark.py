@@ -16,6 +16,15 @@ recall of the features and of the perceptual hash (``NEAR_DUPLICATE_BITS``), and
 recall and false-positive share of the clean validation images.
 
     python -m workbench.bench.feature_health_benchmark [--sets digits faces shapes]
+
+``--sweep EPOCHS...`` measures instead how far the findings can be trusted as the model gets
+better: the same planted folder trained for each number of epochs, and per run the model's
+validation accuracy beside the precision of each finding kind at its default threshold (a
+near-duplicate pair is right when it is planted or pixel-identical, a flagged outlier when it
+was planted). ``clipart`` (four categories of the openclipart package, composited on grey and
+scaled to 64 px) is one more set there.
+
+    python -m workbench.bench.feature_health_benchmark --sweep 1 2 4 8 --sets digits clipart
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import imagehash
@@ -56,11 +66,46 @@ OUTLIER_ZS = (3.5, 5.0, 7.0)
 # Per set: the model, its training settings (small sizes: a 2-core CPU), copies and outliers.
 SETS = {
     "digits": dict(model="small_cnn", epochs=6),
+    "clipart": dict(model="small_cnn", epochs=8, resize_size=48, crop_size=40, batch_size=16,
+                    crop_mode="standard"),
     "faces": dict(model="resnet18", weights="none", finetune="full", epochs=15, resize_size=64,
                   crop_size=56, batch_size=16, crop_mode="standard"),
     "shapes": dict(model="resnet18", weights="none", finetune="full", epochs=6, resize_size=48,
                    crop_size=40, batch_size=16, crop_mode="standard"),
 }
+
+
+CLIPART = Path("/usr/share/openclipart/png")
+CLIPART_CLASSES = ("animals", "food", "people", "transportation")
+
+
+def write_clipart_set(root: Path, train_per_class: int = 45, val_per_class: int = 15,
+                      seed: int = 0, side: int = 64) -> Path:
+    """Four openclipart categories as ``root/train|val/<class>/*.png``: each drawing composited
+    on mid grey (as the app composites transparency) and scaled to ``side`` on its long side.
+
+    Raises:
+        FileNotFoundError: the openclipart package is not installed.
+    """
+    if not CLIPART.is_dir():
+        raise FileNotFoundError(f"{CLIPART}: not found (apt install openclipart-png)")
+    rng = random.Random(seed)
+    Image.MAX_IMAGE_PIXELS = None  # the package's own posters; scaled down at once
+    for name in CLIPART_CLASSES:
+        files = sorted((CLIPART / name).rglob("*.png"))
+        chosen = rng.sample(files, train_per_class + val_per_class)
+        for index, source in enumerate(chosen):
+            split = "train" if index < train_per_class else "val"
+            with Image.open(source) as image:
+                image.draft("RGBA", (side * 4, side * 4))
+                rgba = image.convert("RGBA")
+            rgba.thumbnail((side, side))
+            drawn = Image.new("RGB", rgba.size, (128, 128, 128))
+            drawn.paste(rgba, mask=rgba.getchannel("A"))
+            folder = root / split / name
+            folder.mkdir(parents=True, exist_ok=True)
+            drawn.save(folder / f"{name}_{index:03d}.png")
+    return root
 
 
 def plant_problems(val: Path, copies: int, outliers: int, seed: int
@@ -143,12 +188,7 @@ def _hash_found(pair: tuple[str, str]) -> bool:
 
 def measure_set(name: str, root: Path, copies: int, outliers: int, seed: int) -> list[str]:
     """Markdown rows for one image set."""
-    if name == "shapes":
-        data = write_shape_dataset(root / name, per_class=60, size=(48, 48), layout="train_val",
-                                   val_per_class=20, seed=seed)
-    else:
-        data = write_real_set(name, root / name, seed=seed)
-    pairs, planted = plant_problems(Path(data) / "val", copies, outliers, seed)
+    data, pairs, planted = planted_set(name, root, copies, outliers, seed)
     settings = SETS[name]
     config = apply_model_defaults(TrainConfig(
         data_root=str(data), output_dir=str(root / "runs"), workers=0, device="cpu", seed=seed,
@@ -201,13 +241,80 @@ def measure_set(name: str, root: Path, copies: int, outliers: int, seed: int) ->
     return rows
 
 
+def planted_set(name: str, root: Path, copies: int, outliers: int, seed: int
+                ) -> tuple[Path, dict[tuple[str, str], str], set[str]]:
+    """``name`` written under ``root`` with problems planted in its validation folder."""
+    if name == "shapes":
+        data = write_shape_dataset(root / name, per_class=60, size=(48, 48), layout="train_val",
+                                   val_per_class=20, seed=seed)
+    elif name == "clipart":
+        data = write_clipart_set(root / name, seed=seed)
+    else:
+        data = write_real_set(name, root / name, seed=seed)
+    pairs, planted = plant_problems(Path(data) / "val", copies, outliers, seed)
+    return Path(data), pairs, planted
+
+
+def sweep_set(name: str, root: Path, epochs_list: list[int], copies: int, outliers: int,
+              seed: int, max_steps: int = 0) -> Iterator[str]:
+    """Markdown rows, one as each run ends: per number of epochs (of at most ``max_steps``
+    steps, 0: whole epochs), the validation accuracy and the precision of each finding kind
+    at the default thresholds."""
+    data, pairs, planted = planted_set(name, root, copies, outliers, seed)
+    paths = sorted(str(p) for p in (data / "val").rglob("*.png"))
+    class_names = sorted(p.name for p in (data / "val").iterdir() if p.is_dir())
+    labels = [class_names.index(Path(p).parent.name) for p in paths]
+    pairs.update({pair: "in the set" for pair in _identical_pairs(paths)
+                  if pair not in pairs and pair[::-1] not in pairs})
+    truth = {frozenset(pair) for pair in pairs}
+    for epochs in epochs_list:
+        settings = {**SETS[name], "epochs": epochs, "max_steps_per_epoch": max_steps}
+        config = apply_model_defaults(TrainConfig(
+            data_root=str(data), output_dir=str(root / "runs"), workers=0, device="cpu",
+            seed=seed, **settings), explicit=settings)
+        end = train(config, Callback())
+        if end.status != "completed":
+            raise RuntimeError(f"{name}: the run ended {end.status}: {end.error}")
+        features = validation_features(Path(end.run_dir) / "best_model.pt", paths)
+        report = feature_findings(paths, labels, class_names, features)
+        near = report.finding("model_near_duplicate")
+        found = _found_pairs(near.items if near else ())
+        right = len(found & truth)
+        outlier = report.finding("model_outlier")
+        flagged = {item.files[0] for item in outlier.items} if outlier else set()
+        hits = len(flagged & planted)
+        steps = f" of {max_steps} steps" if max_steps else ""
+        yield (f"| {name} | {config.model}, {epochs} epochs{steps} | "
+               f"{end.best_val_accuracy:.3f} (chance {1 / len(class_names):.2f}) | "
+               f"{_share(right, len(found))} | {_share(hits, len(flagged))} |")
+
+
+def _share(right: int, found: int) -> str:
+    return f"{right / found:.2f} ({right}/{found})" if found else "none found"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
     parser.add_argument("--copies", type=int, default=30)
     parser.add_argument("--outliers", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sweep", type=int, nargs="*", metavar="EPOCHS",
+                        help="train each set for each of these numbers of epochs and print "
+                             "the precision of each finding kind beside the model's accuracy")
+    parser.add_argument("--max-steps", type=int, default=0,
+                        help="with --sweep: at most this many steps an epoch (weaker models)")
     args = parser.parse_args(argv)
+    if args.sweep:
+        print("| set | model | val accuracy | near duplicates (model): precision "
+              "| outliers (model): precision |")
+        print("| --- | --- | --- | --- | --- |")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in args.sets:
+                for row in sweep_set(name, Path(tmp), args.sweep, args.copies, args.outliers,
+                                     args.seed, args.max_steps):
+                    print(row, flush=True)
+        return
     print("| set | what | precision / recall | recall / false positives | per kind of copy |")
     print("| --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,9 +29,10 @@ GROUPS = {
     "training": "workbench.bench.training_benchmark",
     "worker": "workbench.bench.worker_benchmark",
     "ui": "workbench.bench.ui_latency_benchmark",
-    "accuracy": "workbench.bench.accuracy_benchmark",
+    "accuracy": "workbench.bench.reference.accuracy_benchmark",
     "health": "workbench.bench.health_benchmark",
     "time_to_accuracy": "workbench.bench.time_to_accuracy",
+    "parity": "workbench.bench.reference.parity_benchmark",
 }
 DEFAULT_OUTPUT = "bench.json"
 

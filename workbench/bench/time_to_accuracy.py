@@ -121,8 +121,8 @@ def run_set(job: tuple[str, int | None, int | None, tuple[int, ...], str, int, i
     """Every seed of one set, reference first, then Workbench (in a worker process)."""
     import torch
 
-    from workbench.bench.accuracy_benchmark import plain_run
     from workbench.bench.real_image_sets import write_real_set
+    from workbench.bench.reference.accuracy_benchmark import plain_run
 
     name, train_per_class, val_per_class, seeds, device, epochs, threads, overrides = job
     if threads:

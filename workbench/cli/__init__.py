@@ -23,6 +23,7 @@ from workbench.cli import (
     train_commands,
 )
 from workbench.core.runs.config import ConfigError
+from workbench.core.warnings import quiet_covered_library_warnings
 
 COMMAND_MODULES = (train_commands, lr_find_commands, model_commands, catalogue_commands,
                    data_commands, device_commands, run_commands, probe_commands,
@@ -43,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _never_fail_on_a_file_name()
     args = build_parser().parse_args(argv)
+    quiet_covered_library_warnings()
     if args.command is None:
         from workbench.gui.app import main as gui_main
 
@@ -59,6 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _never_fail_on_a_file_name() -> None:
+    """A file name with bytes that are not UTF-8 reaches a message as lone surrogates; under a
+    strict UTF-8 locale printing it would end the command, so such a character is printed as
+    an escape (messages escape names themselves; this covers any that do not)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="backslashreplace")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,20 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from workbench.core.data.health.findings import KINDS
+
     scan = sub.add_parser("scan", help="show the classes, counts and problems of an image folder")
-    scan.add_argument("folder")
-    scan.add_argument("--val-fraction", type=float, default=0.2)
+    scan.add_argument("folder", help="the image folder: one subfolder per class, or train/ and "
+                                     "val/ folders holding them")
+    scan.add_argument("--val-fraction", type=float, default=0.2, metavar="FRACTION",
+                      help="share of each class held out for validation when the folder has "
+                           "no val/ folder (as train's --val-fraction; default 0.2)")
+    scan.add_argument("--seed", type=int, default=0,
+                      help="seed of the automatic split (as train's --seed): the same seed "
+                           "shows the split that training uses")
+    scan.add_argument("--exclude-file", default="",
+                      help="an exclusion list (as train's --exclude-file): its files are "
+                           "counted as left out, as the run leaves them out")
     scan.add_argument("--no-header-check", action="store_true",
                       help="list files by name only, without opening each image's header "
                            "(faster on a slow disk; broken images then surface in training)")
@@ -19,12 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "train/val leakage, conflicting labels and odd images; writes "
                            "health.json to the cache (or --report)")
     scan.add_argument("--cache-dir", default="",
-                      help="with --health: the cache folder its facts and report go to "
-                           "(default: the image cache)")
+                      help="the cache folder of the health check's facts and report (as "
+                           "train's --cache-dir; default: the image cache); the split keeps "
+                           "the copies it found on one side")
     scan.add_argument("--report", default="", help="with --health: where to write health.json")
     scan.add_argument("--leave-out", default="", metavar="KINDS",
                       help="with --health: write the files of these findings (comma-separated "
-                           "kinds, or 'all') to an exclusion list for train --exclude-file")
+                           "kinds, or 'all') to an exclusion list for train --exclude-file; "
+                           "kinds: " + ", ".join(kind for kind in KINDS if kind != "imbalance"))
     scan.add_argument("--exclude-output", default="",
                       help="with --leave-out: where to write the exclusion list "
                            "(default: exclude.txt beside health.json in the cache)")
@@ -43,25 +56,32 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         from workbench.cli.health_report_text import run_health_check
 
         return run_health_check(args)
-    from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+    from workbench.core.data.dataset_scan import DatasetError
+    from workbench.core.data.training_scan import scan_for_run
 
     try:
         # Headers only: Pillow identifies each file and its size without decoding pixels.
-        scan = scan_dataset(args.folder, val_fraction=args.val_fraction,
-                            verify=not args.no_header_check)
+        # The same scan as training's, so the counts here are the run's.
+        scan = scan_for_run(args.folder, args.val_fraction, args.seed, cache_dir=args.cache_dir,
+                            exclude_file=args.exclude_file, verify=not args.no_header_check)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from workbench.core.file_names import shown_name
+
     print(scan.describe())
     for name, train_count, val_count in zip(scan.class_names, scan.train_counts(),
                                             scan.val_counts(), strict=True):
-        print(f"  {name:<24} train {train_count:>7,}  val {val_count:>6,}")
+        print(f"  {shown_name(name):<24} train {train_count:>7,}  val {val_count:>6,}")
     for warning in scan.warnings():
         print(f"warning: {warning}")
     for skipped in scan.skipped[:20]:
-        print(f"skipped: {skipped.path}: {skipped.reason}")
+        print(f"skipped: {shown_name(skipped.path)}: {skipped.reason}")
     if len(scan.skipped) > 20:
         print(f"... and {len(scan.skipped) - 20} more skipped files")
+    if scan.layout == "flat":
+        print(f"split {scan.split_fingerprint} (seed {scan.seed}): runs whose split has this "
+              "fingerprint validate on the same images")
     # Headers alone miss truncated and corrupt pixels, copies and leakage.
     print(f"to decode every image and find duplicates, leakage and odd images: "
           f"workbench scan --health {args.folder}")

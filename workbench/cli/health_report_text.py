@@ -8,6 +8,7 @@ import sys
 import time
 
 from workbench.core.data.health.findings import KINDS, HealthReport
+from workbench.core.file_names import shown_name
 
 # Files listed a finding before "... and N more".
 SHOWN_ITEMS = 10
@@ -31,7 +32,7 @@ def run_health_check(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print_report(report)
-    print(f"health report: {report.report_path}")
+    print(f"health report: {shown_name(report.report_path)}")
     if kinds:
         files = [p for f in report.findings if f.kind in kinds for p in f.leave_out()]
         target = args.exclude_output or health_folder(report.root, args.cache_dir) / EXCLUDE_FILE
@@ -41,8 +42,8 @@ def run_health_check(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        print(f"{len(files):,} file(s) to leave out written to {path}; train with "
-              f"--exclude-file {path}")
+        print(f"{len(files):,} file(s) to leave out written to {shown_name(str(path))}; train "
+              f"with --exclude-file {shown_name(str(path))}")
     return 0
 
 
@@ -60,6 +61,9 @@ def print_report(report: HealthReport) -> None:
             print(f"  {files}: {item.reason}")
         if finding.count > SHOWN_ITEMS:
             print(f"  ... and {finding.count - SHOWN_ITEMS:,} more (see the report)")
+    for finding in report.findings:  # a kind that is the folder's norm: one line about it
+        if not finding.items and finding.verdict and finding.kind != "imbalance":
+            print(f"{finding.title} [{finding.kind}]: {finding.verdict}")
     balance = report.finding("imbalance")
     if balance is not None:
         print(f"Class balance: {balance.verdict}")
@@ -79,19 +83,31 @@ def _leave_out_kinds(text: str) -> list[str] | None:
 
 
 def _shown(path: str, root: str) -> str:
-    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+    return shown_name(os.path.relpath(path, root) if path.startswith(root + os.sep) else path)
 
 
 class _Progress:
-    """'checked 1,200 / 10,000 images' on stderr, at most a few times a second."""
+    """'checked 1,200 / 10,000 images' on stderr, at most a few times a second, rewritten in
+    place on a terminal; into a log or a pipe only the last line goes, with no carriage
+    returns."""
 
     def __init__(self) -> None:
         self._last = 0.0
+        self._terminal = _is_terminal(sys.stderr)
 
     def __call__(self, done: int, total: int) -> None:
+        if not self._terminal and done < total:
+            return
         now = time.monotonic()
         if done < total and now - self._last < 0.5:
             return
         self._last = now
         end = "\n" if done >= total else "\r"
         print(f"checked {done:,} / {total:,} images", end=end, file=sys.stderr, flush=True)
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False

@@ -6,7 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.core.models.export_formats import DEFAULT_FILE_NAMES, EXPORT_FORMATS
+from workbench.core.models.export_formats import (
+    DEFAULT_FILE_NAMES,
+    EXPORT_FORMATS,
+    model_file_in_run_folder,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                            "INT8 or float16), measured on this machine")
     export.add_argument("model", help="a run folder, best_model.pt or a checkpoint (last.pt)")
     export.add_argument("-o", "--output",
-                        help="output file (default: <run folder>/model_scripted.pt, "
-                             "model.onnx, model_int8.onnx or model_fp16.onnx by format)")
+                        help="output file (default: beside the model, "
+                             f"{', '.join(DEFAULT_FILE_NAMES.values())} by format)")
     export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="torchscript",
                         help="; ".join(f"{name}: {text}" for name, text in
                                        EXPORT_FORMATS.items())
@@ -25,21 +29,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(handler=_cmd_export)
 
     predict = sub.add_parser("predict", help="classify images with a trained or exported model")
-    predict.add_argument("model", help="best_model.pt, a checkpoint, an exported TorchScript "
-                                        "file or an ONNX export (needs onnxruntime); "
-                                        "TorchScript is a program and runs when loaded, so use "
-                                        "only files you trust")
+    predict.add_argument("model", help="a run folder (its best_model.pt, or its export where "
+                                        "the checkpoint is gone), best_model.pt, a checkpoint "
+                                        "(last.pt), an exported TorchScript file or an ONNX "
+                                        "export (needs onnxruntime); TorchScript is a program "
+                                        "and runs when loaded, so use only files you trust")
     predict.add_argument("images", nargs="+",
                          help="image files or folders of images; one that is missing or "
                               "unreadable is reported and the rest are still classified "
                               "(exit status 1 if any failed)")
-    predict.add_argument("--topk", type=int, default=3)
+    predict.add_argument("--topk", type=int, default=3, metavar="K",
+                         help="how many of the most likely classes to print for each image "
+                              "(default 3)")
     predict.add_argument("--csv", help="also write the predictions to this CSV file")
     predict.set_defaults(handler=_cmd_predict)
 
 
 def export_and_report(model_file: str, output: str, export_format: str = "torchscript") -> int:
-    """Export, measure and print the figures; 0 when written and verified, 1 otherwise."""
+    """Export, measure and print the verdict, then the details; 0 when written and verified,
+    1 otherwise."""
     from workbench.core.models.deployment import export_and_measure
     from workbench.core.models.export_files import ExportError
 
@@ -49,38 +57,38 @@ def export_and_report(model_file: str, output: str, export_format: str = "torchs
     except (ExportError, OSError) as exc:
         print(f"error: export failed: {exc}", file=sys.stderr)
         return 1
-    print(f"exported {result.path}")
-    print(result.verification)
-    print(result.figures.summary())
-    print(f"measured on {result.evaluation}; figures written to {result.report_path}")
+    print("\n".join(result.lines()))
     return 0 if result.figures.verified else 1
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from workbench.core.runs.run_folder import BEST_MODEL
-
     source = Path(args.model)
     default_name = DEFAULT_FILE_NAMES[args.format]
     if source.is_dir():
-        if not (source / BEST_MODEL).is_file():
-            print(f"error: {source} has no {BEST_MODEL}; is it a run folder?", file=sys.stderr)
+        try:
+            source = model_file_in_run_folder(source, exports_too=False)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
-        output = args.output or str(source / default_name)
-        source = source / BEST_MODEL
+        output = args.output or str(source.with_name(default_name))
     else:
         output = args.output or str(source.with_name(default_name))
     return export_and_report(str(source), output, args.format)
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
+    from workbench.core.file_names import shown_name
     from workbench.core.models.export import ExportError
     from workbench.core.models.prediction import (
-        expand_image_paths,
+        expand_image_inputs,
         predict_images,
         write_predictions_csv,
     )
 
-    images = expand_image_paths(args.images)
+    images, empty_folders = expand_image_inputs(args.images)
+    for folder in empty_folders:
+        print(f"warning: {shown_name(folder)}: no images in this folder or its subfolders",
+              file=sys.stderr)
     if not images:
         print(f"error: no images in {', '.join(args.images)}", file=sys.stderr)
         return 2
@@ -93,10 +101,10 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     for prediction in predictions:
         if prediction.error:
             failed += 1
-            print(f"{prediction.path}: error: {prediction.error}")
+            print(f"{shown_name(prediction.path)}: error: {shown_name(prediction.error)}")
             continue
-        ranked = ", ".join(f"{name} {prob:.3f}" for name, prob in prediction.top)
-        print(f"{prediction.path}: {ranked}")
+        ranked = ", ".join(f"{shown_name(name)} {prob:.3f}" for name, prob in prediction.top)
+        print(f"{shown_name(prediction.path)}: {ranked}")
     if args.csv:
         try:
             write_predictions_csv(predictions, args.csv)

@@ -35,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_flags(find)
     find.set_defaults(handler=_cmd_find_batch)
     demo = sub.add_parser("demo", help="train and export on the bundled demo dataset (no network)")
-    demo.add_argument("--output-dir", default="runs")
-    demo.add_argument("--epochs", type=int, default=None)
+    demo.add_argument("--output-dir", default="runs",
+                      help="the folder the demo's run folder is created in (default: runs)")
+    demo.add_argument("--epochs", type=int, default=None,
+                      help="train this many epochs instead of the demo's own number")
     demo.add_argument("--data-dir", default=None, help="where to generate the demo images")
     demo.set_defaults(handler=_cmd_demo)
 
@@ -70,7 +72,9 @@ def _train_and_maybe_export(config: TrainConfig, export: bool) -> int:
     if end.status != "completed":
         return 1
     if export and end.best_model_path:
-        return export_and_report(end.best_model_path, str(Path(end.run_dir) / "model_scripted.pt"))
+        from workbench.core.runs.run_folder import EXPORT_FILE
+
+        return export_and_report(end.best_model_path, str(Path(end.run_dir) / EXPORT_FILE))
     return 0
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication
 
+from workbench.core.warnings import quiet_covered_library_warnings
 from workbench.gui.platform_libraries import check_platform_libraries
 from workbench.gui.resources import app_icon, stylesheet
 from workbench.gui.ui_garbage_collector import start_ui_garbage_collector
@@ -54,6 +55,7 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the window until it is closed; returns the exit code."""
     args = parse_args(argv)
+    quiet_covered_library_warnings()
     problem = check_platform_libraries()
     if problem:  # Qt would stop at the first missing library, naming only that one
         print(problem, file=sys.stderr)

@@ -233,3 +233,32 @@ def test_a_folder_of_one_class_is_named_with_what_to_do(tmp_path: Path) -> None:
                                size=(16, 16))
     assert f"{root}: only one class ('circle'); a classifier needs at least 2 class folders, " \
            "so add a folder of images for each other class" in scan_dataset(root).warnings()
+
+
+def test_the_header_line_shows_the_real_share_and_the_left_out_files(tmp_path: Path) -> None:
+    # 3 classes of 2 images at 20%: every class keeps 1 of its 2 images for validation, so
+    # 3 of 6 images (50%) are held out, not 20%.
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "cross", "square"),
+                               per_class=2, size=(16, 16))
+    scan = scan_dataset(root, val_fraction=0.2)
+    assert scan.describe() == ("3 classes, 3 train / 3 val images (auto split 20%, 50% in "
+                               "practice), imbalance 1.0x")
+    left_out = sorted(str(p) for p in (root / "circle").iterdir())[:1]
+    fewer = scan_dataset(root, val_fraction=0.2, leave_out=frozenset(left_out))
+    assert fewer.left_out == left_out
+    assert (fewer.train_counts(), fewer.val_counts()) == ([1, 1, 1], [0, 1, 1])
+    assert fewer.describe().endswith(", 1 left out by the exclusion list")
+    assert fewer.summary()["left_out"] == left_out
+    assert len(fewer.train) + len(fewer.val) == 5
+
+
+def test_every_spelling_of_a_folder_names_its_files_by_its_real_path(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    root = write_shape_dataset(tmp_path / "data", per_class=3, size=(16, 16))
+    (tmp_path / "link").symlink_to(root, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    scans = [scan_dataset(typed) for typed in ("data", "data/", str(tmp_path / "link"),
+                                               str(root) + "/./")]
+    assert {s.root for s in scans} == {str(root)}
+    assert all(s.train == scans[0].train and s.val == scans[0].val for s in scans)
+    assert all(path.startswith(str(root) + os.sep) for path, _ in scans[0].train)

@@ -26,7 +26,7 @@ def test_the_run_log_gathers_other_processes_failures_and_reports_each_once(tmp_
     assert failed.not_yet_reported(everyone) == everyone
     assert failed.not_yet_reported(everyone) == []
     assert read_failure_log(str(log)) == [("/data/a.png", "cannot decode image (truncated)"),
-                                          ("/data/b c.png", "file not found")]
+                                          ("/data/b\tc.png", "file not found")]
     failed.check(everyone)  # 2 is the limit, not over it
     with pytest.raises(TooManyFailedImagesError, match="max_failed_images: 3 images"):
         failed.check(everyone + [("/data/d.png", "file not found")])

@@ -10,6 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.core.conftest import write_truncated_png
 from workbench.core.data import device_images
 from workbench.core.data.batched_crops import draw_resized_crops
 from workbench.core.data.data_pipeline import build_data_pipeline
@@ -144,7 +145,7 @@ def test_an_undecodable_image_is_named_and_left_out(tmp_path):
     data = write_shape_dataset(tmp_path / "data", per_class=6, size=(32, 32),
                                layout="train_val", val_per_class=2, image_format="PNG")
     broken = next((data / "train").iterdir()) / "broken.png"
-    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
+    write_truncated_png(broken)  # its header reads: the scan keeps it, decoding fails
     watcher = StepWatcher()
     end = train(digits_config(data, tmp_path, workers=0), watcher)
 

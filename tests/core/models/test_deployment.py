@@ -48,7 +48,7 @@ def test_each_format_is_measured_against_float32_and_reported(best_model, tmp_pa
     results = {name: export_and_measure(best_model, tmp_path / file, name)
                for name, file in (("onnx", "model.onnx"), ("onnx-int8", "model_int8.onnx"),
                                   ("onnx-fp16", "model_fp16.onnx"),
-                                  ("torchscript", "model_scripted.pt"))}
+                                  ("torchscript", "model_torchscript.pt"))}
     float32 = (tmp_path / "model.onnx").stat().st_size
     for name, result in results.items():
         figures = result.figures
@@ -69,16 +69,22 @@ def test_each_format_is_measured_against_float32_and_reported(best_model, tmp_pa
     # One report beside the files holds every export's row.
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert set(report["exports"]) == {"model.onnx", "model_int8.onnx", "model_fp16.onnx",
-                                      "model_scripted.pt"}
+                                      "model_torchscript.pt"}
     assert report["exports"]["model_int8.onnx"]["size_bytes"] == int8.size_bytes
     # Each row says how its file was made and checked, in the words the command prints.
     for name, result in results.items():
         assert report["exports"][Path(result.path).name]["verification"] == \
             result.verification, name
     assert results["torchscript"].verification.startswith(
-        "verified: TorchScript, scripted; max |difference| from the trained model: ")
-    assert results["onnx"].verification.startswith("verified: ONNX opset 18; ")
-    assert results["onnx-int8"].verification.startswith("verified: ONNX opset 18; ")
+        "TorchScript, scripted; max |difference| from the trained model: ")
+    assert results["onnx"].verification.startswith("ONNX opset 18; ")
+    assert results["onnx-int8"].verification.startswith("ONNX opset 18; ")
+    # One verdict, said first; the details below it never say "verified" again.
+    for name, result in results.items():
+        lines = result.lines()
+        assert lines[0] == result.figures.verdict and lines[0].startswith("VERIFIED: "), name
+        details = [line.replace(str(tmp_path), "") for line in lines[1:]]  # not its path
+        assert not any("verified" in line.lower() for line in details), (name, lines)
     assert results["onnx-int8"].verification.endswith(
         "(the float32 file this one was made from)")
     # The README's onnxruntime snippet works for the smaller files unchanged.
@@ -97,7 +103,11 @@ def test_int8_calibrated_on_blank_images_is_kept_but_not_verified(best_model, tm
                                 calibration_crops=blank)
     figures = result.figures
     assert Path(result.path).is_file()  # kept, for inspection
-    assert not figures.verified and figures.verdict.startswith("NOT VERIFIED")
+    assert not figures.verified and figures.verdict.startswith("NOT VERIFIED: validation "
+                                                               "accuracy ")
+    lines = [line.replace(str(tmp_path), "") for line in result.lines()]  # not the test's path
+    assert lines[0] == figures.verdict
+    assert [line for line in lines if "verified" in line.lower()] == [lines[0]]
     assert figures.float32_val_accuracy - figures.val_accuracy > INT8_MAX_DROP
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["exports"]["model_int8.onnx"]["verified"] is False

@@ -93,3 +93,28 @@ def test_the_differing_fields_are_those_not_equal_in_every_config(configs) -> No
             assert differences[key] == values
         else:
             assert key not in differences
+
+
+def _run_with_split(folder: Path, fingerprint: str | None) -> None:
+    folder.mkdir()
+    dataset = {} if fingerprint is None else {"split_fingerprint": fingerprint}
+    (folder / "config.json").write_text(json.dumps(
+        {"config": {"model": "small_cnn", "seed": 0}, "created": "2026-12-06T10:00:00",
+         "dataset": dataset}))
+
+
+def test_runs_validated_on_different_images_are_said_to_be(tmp_path: Path) -> None:
+    from workbench.core.runs.run_index import read_run_summary, split_differences
+
+    for name, fingerprint in (("one", "aaaaaaaaaaaa"), ("same", "aaaaaaaaaaaa"),
+                              ("other", "bbbbbbbbbbbb"), ("old", None)):
+        _run_with_split(tmp_path / name, fingerprint)
+    one, same, other, old = (read_run_summary(tmp_path / n)
+                             for n in ("one", "same", "other", "old"))
+    assert (one.split_fingerprint, old.split_fingerprint) == ("aaaaaaaaaaaa", "")
+    assert split_differences([one, same]) == ""
+    assert split_differences([one, old]) == ""  # an old run does not say: nothing claimed
+    sentence = split_differences([one, other])
+    assert sentence.startswith("These runs validated on different images (split one: "
+                               "aaaaaaaaaaaa, other: bbbbbbbbbbbb)")
+    assert "not measured on the same test" in sentence

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.conftest import write_truncated_png
 from workbench.cli.terminal_progress import TerminalProgress
 from workbench.core.data.decode_failures import read_failure_log, read_warning_log
 from workbench.core.data.generated.synthetic_images import write_shape_dataset
@@ -32,7 +33,8 @@ def _config(data: Path, output: Path, **changes) -> TrainConfig:
 def data_with_a_broken_and_a_warning_image(tmp_path: Path, png_with_a_broken_exif_block) -> Path:
     root = write_shape_dataset(tmp_path / "data", per_class=6, size=(40, 32),
                                layout="train_val", val_per_class=2)
-    (root / "train" / "circle" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    # Truncated: its header reads, so the scan keeps it and training finds it.
+    write_truncated_png(root / "train" / "circle" / "broken.png")
     png_with_a_broken_exif_block(root / "train" / "square" / "odd_exif.png")
     return root
 
@@ -98,7 +100,7 @@ def test_a_loader_process_that_cannot_write_the_log_stops_the_run_with_the_reaso
 def test_a_run_that_fails_before_its_first_epoch_claims_no_best_epoch(tmp_path: Path) -> None:
     data = write_shape_dataset(tmp_path / "data", per_class=4, size=(40, 32),
                                layout="train_val", val_per_class=1)
-    (data / "train" / "circle" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    write_truncated_png(data / "train" / "circle" / "broken.png")
     terminal = io.StringIO()
     # No failed image allowed: the first epoch's first bad batch ends the run.
     end = train(_config(data, tmp_path / "runs", max_failed_images=0, epochs=1),

@@ -24,18 +24,19 @@ class Messages(Callback):
 
 
 @pytest.mark.parametrize(("given", "said"), [
-    ({}, "Learning rate 0.002 (adamw, schedule warmup_cosine): small_cnn's default, which beat "
-         "the LR finder's suggestion on small real folders in the recipe sweep. Find learning "
-         "rate… (or `workbench lr-find`) suggests one for this folder."),
-    ({"lr": 0.01}, "Learning rate 0.01 (adamw, schedule warmup_cosine): as set; small_cnn's "
-                   "default is 0.002."),
+    ({}, "Learning rate 0.002 (AdamW, warm-up, then cosine schedule): small_cnn's default, "
+         "which beat the LR finder's suggestion on small real folders in the recipe sweep. "
+         "Find learning rate… (or `workbench lr-find`) suggests one for this folder."),
+    ({"lr": 0.01}, "Learning rate 0.01 (AdamW, warm-up, then cosine schedule): as set; "
+                   "small_cnn's default is 0.002."),
     # resnet18 from random weights: the from-scratch recipe, not resnet18's fine-tuning one.
     ({"model": "resnet18", "weights": "none", "resize_size": 32, "crop_size": 32},
-     "Learning rate 0.001 (adamw, schedule warmup_cosine): the from-scratch recipe's for "
+     "Learning rate 0.001 (AdamW, warm-up, then cosine schedule): the from-scratch recipe's for "
      "every layer of resnet18 from random weights, measured in the recipe sweep. Find learning "
      "rate… (or `workbench lr-find`) suggests one for this folder."),
     ({"model": "resnet18", "weights": "none", "resize_size": 32, "crop_size": 32, "lr": 0.01},
-     "Learning rate 0.01 (sgd, schedule step): as set; the from-scratch recipe's is 0.001."),
+     "Learning rate 0.01 (SGD with momentum, step schedule: x0.1 every 7 epochs): as set; the "
+     "from-scratch recipe's is 0.001."),
 ], ids=["default", "set", "scratch", "scratch-set"])
 def test_the_log_says_which_learning_rate_and_why(tmp_path: Path, given: dict,
                                                   said: str) -> None:

@@ -158,7 +158,9 @@ def test_mobilenet_from_random_weights_validates_with_recomputed_batch_norm_stat
     # accuracy 0.5, in every epoch. Four epochs of 96 images from scratch swing (a val loss of
     # 0.77 at the end in one run), so the best epoch is what is asserted, not the last.
     val_losses = [epoch.val_loss for epoch in recorder.epochs]
-    assert all(abs(loss - math.log(2)) > 0.01 for loss in val_losses), val_losses
+    # The bug's signature is ln 2 to four decimals; a learning model can pass near ln 2 in an
+    # epoch on its way (0.686 in the fourth epoch of one run), so 1e-3 separates the two.
+    assert all(abs(loss - math.log(2)) > 1e-3 for loss in val_losses), val_losses
     assert max(epoch.val_accuracy for epoch in recorder.epochs) >= 0.85, \
         [epoch.val_accuracy for epoch in recorder.epochs]
     assert recorder.epochs[-1].train_loss < math.log(2)

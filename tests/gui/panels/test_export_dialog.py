@@ -36,16 +36,22 @@ def test_ticked_formats_are_measured_side_by_side_and_the_report_is_saved(
     table = dialog.table
     assert table.rowCount() == 2
     assert [table.item(r, 0).text() for r in range(2)] == ["model.onnx", "model_int8.onnx"]
-    sizes = [float(table.item(r, 2).text().split()[0]) for r in range(2)]
+    sizes = [float(table.item(r, 3).text().split()[0]) for r in range(2)]
     assert sizes[0] > 3 * sizes[1]  # the INT8 file is the smaller one
     report = json.loads((tmp_path / "export_report.json").read_text())
     assert set(report["exports"]) == {"model.onnx", "model_int8.onnx"}
     for row, name in enumerate(("model.onnx", "model_int8.onnx")):
         figures = report["exports"][name]
-        assert table.item(row, 8).text() == figures["verdict"]  # the same words as the file
-        assert table.item(row, 7).text() == figures["verification"]
-        assert figures["verification"].startswith("verified: ONNX opset 18; max |difference|")
-        assert table.item(row, 5).text().startswith(f"{figures['latency_ms_median']:.2f} ms")
+        # The verdict first, beside the file name, in the same words as the file.
+        assert table.horizontalHeaderItem(1).text() == "Verdict"
+        assert table.item(row, 1).text() == figures["verdict"]
+        assert figures["verdict"].startswith(("VERIFIED: ", "NOT VERIFIED: "))
+        # How it was made and checked is a detail, in the last column: no second verdict.
+        assert table.item(row, 8).text() == figures["verification"]
+        assert figures["verification"].startswith("ONNX opset 18; max |difference|")
+        assert [column for column in range(9)
+                if "verified" in table.item(row, column).text().lower()] == [1]
+        assert table.item(row, 6).text().startswith(f"{figures['latency_ms_median']:.2f} ms")
     assert "export_report.json" in dialog.status_label.text()
     assert dialog.export_button.isEnabled()
 

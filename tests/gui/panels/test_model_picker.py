@@ -36,7 +36,8 @@ def test_picking_a_model_fills_its_defaults_and_shows_its_figures(qtbot, tmp_pat
     facts = form.findChild(QLabel, "modelFacts")
     assert facts.isVisible()
     assert "ImageNet acc@1 82.5%, 28.6 M parameters, 4.46 GFLOPS" in facts.text()
-    assert "fine-tunes with adamw lr 0.0001, warmup_cosine" in facts.text()
+    assert "fine-tunes with AdamW at learning rate 0.0001, warm-up, then cosine schedule" in \
+        facts.text()
     assert form.problems() == []
 
     combo.setCurrentIndex(combo.findText("EfficientNet-B1 (colour photos)"))

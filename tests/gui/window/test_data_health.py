@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import Qt
 
 from tests.core.data.health.conftest import folder_snapshot, write_problem_folder
+from workbench.core.data.health.model_features import feature_findings
 from workbench.gui.panels.dataset.health_findings_panel import TILE_SIZE, HealthFindingsPanel
 
 CHECK_TIMEOUT_MS = 30_000
@@ -104,10 +106,27 @@ def test_after_a_run_the_models_findings_join_the_folders(qtbot, window, shapes_
     qtbot.waitUntil(lambda: not window.controller.is_running(), timeout=30_000)
     assert ended.args[0].status == "completed", ended.args[0].error
 
+    # Two epochs from random weights: too weak for feature findings; one line says why.
+    rows = finding_rows(health)
+    assert not any("(model)" in title for title in rows), rows
+    assert not health.model_label.isHidden()
+    assert health.model_label.text().startswith("Model findings withheld: the best model is "
+                                                "right on ")
+    assert "validation images of 4 classes (chance 25%)" in health.model_label.toolTip() or \
+        "validation images of 4 classes (chance 25%)" in health.model_label.text()
+
+    # A model strong enough: its findings join the folder's, and leave out like them.
+    val = sorted(str(p) for p in (shapes_dataset / "val").rglob("*.png"))
+    names = sorted(p.name for p in (shapes_dataset / "val").iterdir())
+    labels = [names.index(Path(p).parent.name) for p in val]
+    features = np.random.default_rng(0).normal(0, 1, (len(val), 8))
+    features[val.index(str(copy))] = features[val.index(str(original))]
+    strong = feature_findings(val, labels, names, features, root=str(shapes_dataset),
+                              accuracy=0.95)
+    assert health.show_model_findings(strong)
     rows = finding_rows(health)
     assert "Near duplicates (model)" in rows, rows
-    assert not health.model_label.isHidden()
-    assert "best model's features of the 17 validation images found" in health.model_label.text()
+    assert "validation images found 1 near-duplicate group(s)" in health.model_label.text()
     select_finding(health, "Near duplicates (model)")
     shown = [health.tiles_list.item(i).toolTip() for i in range(health.tiles_list.count())]
     assert any("circle/copy_of_first.png" in tip and original.name in tip for tip in shown)

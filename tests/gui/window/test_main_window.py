@@ -108,7 +108,7 @@ def test_start_trains_shows_results_and_exports_a_loadable_model(
         qtbot.mouseClick(results.export_button, Qt.MouseButton.LeftButton)
     assert exported.args[0].path == str(out) and out.is_file()
     assert exported.args[0].max_abs_diff <= 1e-4
-    assert "Exported" in results.export_label.text()
+    assert "VERIFIED: exported" in results.export_label.text()
     with warnings.catch_warnings():  # torch deprecates torch.jit; the file must still load
         warnings.simplefilter("ignore", FutureWarning)
         module = torch.jit.load(str(out), map_location="cpu")

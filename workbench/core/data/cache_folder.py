@@ -42,11 +42,20 @@ def default_cache_dir() -> Path:
     return base / "workbench" / "images"
 
 
+def folder_identity(root: str | os.PathLike[str]) -> str:
+    """The one name of a data folder, however it was typed: its real path (relative parts,
+    symbolic links, ``..`` and trailing separators resolved). Every cache key, health result,
+    exclusion list, split and run record of the folder uses it, so ``clip``, ``/home/me/clip``,
+    ``clip/`` and a link to it are one folder."""
+    return os.path.realpath(os.fspath(root))
+
+
 def health_folder(root: str | os.PathLike[str], cache_dir: str | os.PathLike[str] = "") -> Path:
-    """The folder holding ``root``'s health facts, report and exclusion list."""
-    absolute = os.path.abspath(os.fspath(root))
-    tag = hashlib.sha1(absolute.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    name = os.path.basename(absolute.rstrip(os.sep)) or "root"
+    """The folder holding ``root``'s health facts, report and exclusion list (keyed by the
+    folder's identity, so every spelling of one folder finds the same check)."""
+    identity = folder_identity(root)
+    tag = hashlib.sha1(os.fsencode(identity)).hexdigest()[:12]
+    name = os.path.basename(identity) or "root"
     return Path(cache_dir or default_cache_dir()) / "health" / f"{name}-{tag}"
 
 

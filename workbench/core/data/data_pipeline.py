@@ -332,13 +332,19 @@ def _weighted_sampler(scan: DatasetScan, generator: torch.Generator) -> Weighted
                                  generator=generator)
 
 
+def pins_memory(config: Any, device: str) -> bool:
+    """Whether the loader pins its batches: asked for, and on CUDA (pinned pages only speed
+    up copies to a GPU)."""
+    return bool(config.pin_memory) and torch.device(device).type == "cuda"
+
+
 def _loader_options(config: Any, device: str) -> dict[str, Any]:
     workers = config.workers
     return {
         "batch_size": config.batch_size,
         "num_workers": workers,
         "persistent_workers": workers > 0,
-        "pin_memory": bool(config.pin_memory) and torch.device(device).type == "cuda",
+        "pin_memory": pins_memory(config, device),
         "prefetch_factor": PREFETCH_FACTOR if workers > 0 else None,
         "drop_last": False,
         # A worker that hangs (a stuck network file, a stopped process) ends the run with a

@@ -11,10 +11,18 @@ from __future__ import annotations
 import math
 import os
 import stat
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.data.dataset_split import keep_duplicates_on_one_side, split_class
+from workbench.core.data.cache_folder import folder_identity
+from workbench.core.data.dataset_split import (
+    identical_byte_groups,
+    split_dataset,
+    split_fingerprint,
+)
+from workbench.core.data.folder_links import LinkGuard, linked_class_problems
+from workbench.core.file_names import shown_name
 
 # torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
 # and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
@@ -32,6 +40,8 @@ SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini"
 
 # Images with fewer than this many training samples in a class earn a warning.
 FEW_IMAGES = 10
+# Classes a warning names before "and N more".
+SHOWN_CLASSES = 10
 # A ratio of largest to smallest class at or above this earns a warning.
 IMBALANCE_WARNING_RATIO = 3.0
 
@@ -50,9 +60,13 @@ class SkippedFile:
 
 @dataclass
 class DatasetScan:
-    """The classes, the train and val samples and everything the scan noticed on the way."""
+    """The classes, the train and val samples and everything the scan noticed on the way.
 
-    root: str
+    This one result feeds every number a view shows (the Dataset tab, the run log, the command
+    line, the report and the run folder): views format it and never count again.
+    """
+
+    root: str  # the folder's identity (cache_folder.folder_identity), however it was typed
     layout: str
     class_names: list[str]
     class_to_idx: dict[str, int]
@@ -62,6 +76,8 @@ class DatasetScan:
     mismatches: list[str] = field(default_factory=list)
     val_fraction: float = 0.2
     seed: int = 0
+    left_out: list[str] = field(default_factory=list)  # listed in the exclusion list
+    split_notes: list[str] = field(default_factory=list)  # where copies had to be split
 
     def train_counts(self) -> list[int]:
         """Number of training images per class index."""
@@ -74,10 +90,12 @@ class DatasetScan:
     @property
     def imbalance_ratio(self) -> float:
         """Largest over smallest training class; ``inf`` when a class has no training image."""
-        counts = self.train_counts()
-        if not counts or min(counts) == 0:
-            return math.inf
-        return max(counts) / min(counts)
+        return imbalance_ratio(self.train_counts())
+
+    @property
+    def split_fingerprint(self) -> str:
+        """A short hash of the validation files: runs with the same one validated alike."""
+        return split_fingerprint(self.root, self.val, self.class_names)
 
     def warnings(self) -> list[str]:
         """Problems worth telling the user about before training, in plain words."""
@@ -94,21 +112,23 @@ class DatasetScan:
                 "consider a class-weighted loss or a weighted sampler (setting 'imbalance')."
             )
         few = [
-            f"{name} ({count})"
+            f"{shown_name(name)} ({count})"
             for name, count in zip(self.class_names, self.train_counts(), strict=True)
             if count < FEW_IMAGES
         ]
         if few:
+            more = len(few) - SHOWN_CLASSES
             messages.append(
                 f"{len(few)} class(es) have fewer than {FEW_IMAGES} training images: "
-                + ", ".join(few)
+                + ", ".join(few[:SHOWN_CLASSES]) + (f" and {more:,} more" if more > 0 else "")
             )
         messages.extend(self.mismatches)
+        messages.extend(self.split_notes)
         if self.skipped:
             first = self.skipped[0]
             messages.append(
                 f"{_plural(len(self.skipped), 'file')} skipped "
-                f"(e.g. {first.path}: {first.reason})"
+                f"(e.g. {shown_name(first.path)}: {first.reason})"
             )
         return messages
 
@@ -127,15 +147,23 @@ class DatasetScan:
             "val_fraction": self.val_fraction,
             "seed": self.seed,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "left_out": list(self.left_out),
             "mismatches": list(self.mismatches),
+            "split_notes": list(self.split_notes),
+            "split_fingerprint": self.split_fingerprint,
+            "description": self.describe(),
             "warnings": self.warnings(),
         }
 
     def describe(self) -> str:
-        """One line, e.g. '11 classes, 30,412 train / 7,603 val images (auto split 20%), ...'."""
-        split = (
-            f"auto split {self.val_fraction:.0%}" if self.layout == "flat" else "val folder"
-        )
+        """One line, e.g. '11 classes, 30,412 train / 7,603 val images (auto split 20%), ...':
+        every view of the folder shows this line."""
+        split = "val folder"
+        if self.layout == "flat":
+            split = f"auto split {self.val_fraction:.0%}"
+            held_out = len(self.val) / max(1, len(self.train) + len(self.val))
+            if round(100 * held_out) != round(100 * self.val_fraction):
+                split += f", {held_out:.0%} in practice"
         ratio = self.imbalance_ratio
         shown = "inf" if math.isinf(ratio) else f"{ratio:.1f}x"
         text = (
@@ -145,7 +173,17 @@ class DatasetScan:
         )
         if self.skipped:
             text += f", {_plural(len(self.skipped), 'file')} skipped"
+        if self.left_out:
+            text += f", {len(self.left_out):,} left out by the exclusion list"
         return text
+
+
+def imbalance_ratio(counts: Sequence[int]) -> float:
+    """Largest over smallest class count; ``inf`` when a class has none: the one definition
+    of imbalance every view shows."""
+    if not counts or min(counts) == 0:
+        return math.inf
+    return max(counts) / min(counts)
 
 
 def scan_dataset(
@@ -153,14 +191,24 @@ def scan_dataset(
     val_fraction: float = 0.2,
     seed: int = 0,
     verify: bool = False,
+    *,
+    duplicate_groups: Sequence[Sequence[str]] = (),
+    leave_out: Collection[str] = frozenset(),
 ) -> DatasetScan:
     """Scan an image folder into train and val samples.
 
     Args:
-        root: ``root/train/<class>/`` + ``root/val/<class>/``, or ``root/<class>/``.
+        root: ``root/train/<class>/`` + ``root/val/<class>/``, or ``root/<class>/``; resolved
+            to the folder's identity (its real path), which names every file of the scan.
         val_fraction: share of each class held out for validation in the flat layout.
         seed: seed of the flat layout's split; the same seed gives the same split.
-        verify: also open every image's header with Pillow and skip those it cannot identify.
+        verify: also open every image's header with Pillow and skip those it cannot identify
+            (the decision training makes too: ``training_scan.scan_for_run``).
+        duplicate_groups: groups of copies (paths under the identity) the caller loaded, e.g.
+            from the folder's health check; with the files of identical bytes the scan finds,
+            each group stays on one side of the flat layout's split.
+        leave_out: normalised absolute paths the user left out (an exclusion list): they are
+            neither trained nor validated on, and are counted as left out.
 
     Returns:
         The scan; class names are sorted as torchvision's ``find_classes`` sorts them.
@@ -168,15 +216,17 @@ def scan_dataset(
     Raises:
         DatasetError: the folder is missing, has no class folders, or a class has no images.
     """
-    root_str = os.fspath(root)
-    if not os.path.exists(root_str):
-        raise DatasetError(f"{root_str}: folder does not exist")
-    if not os.path.isdir(root_str):
-        raise DatasetError(f"{root_str}: is a file, not a folder")
+    typed = os.fspath(root)
+    if not os.path.exists(typed):
+        raise DatasetError(f"{typed}: folder does not exist")
+    if not os.path.isdir(typed):
+        raise DatasetError(f"{typed}: is a file, not a folder")
+    root_str = folder_identity(typed)
     skipped: list[SkippedFile] = []
     subfolders, loose_files = _list_folder(root_str)
     if "train" in subfolders and "val" in subfolders:
-        return _scan_train_val(root_str, val_fraction, seed, verify, skipped)
+        scan = _scan_train_val(root_str, val_fraction, seed, verify, skipped)
+        return _without_left_out(scan, leave_out)
     if "train" in subfolders and not _has_images(os.path.join(root_str, "train")):
         # root/train/<class>/ without root/val: the class folders are one level down.
         raise DatasetError(
@@ -184,12 +234,24 @@ def scan_dataset(
             f"{os.path.join(root_str, 'val')}/<class>/ or choose {os.path.join(root_str, 'train')}"
             " to split it automatically"
         )
-    return _scan_flat(root_str, subfolders, loose_files, val_fraction, seed, verify, skipped)
+    return _scan_flat(root_str, subfolders, loose_files, val_fraction, seed, verify, skipped,
+                      duplicate_groups, leave_out)
+
+
+def _without_left_out(scan: DatasetScan, leave_out: Collection[str]) -> DatasetScan:
+    if not leave_out:
+        return scan
+    listed = set(leave_out)
+    scan.left_out = [p for p, _ in [*scan.train, *scan.val] if os.path.normpath(p) in listed]
+    scan.train = [s for s in scan.train if os.path.normpath(s[0]) not in listed]
+    scan.val = [s for s in scan.val if os.path.normpath(s[0]) not in listed]
+    return scan
 
 
 def _scan_flat(
     root: str, subfolders: list[str], loose_files: list[str], val_fraction: float, seed: int,
-    verify: bool, skipped: list[SkippedFile],
+    verify: bool, skipped: list[SkippedFile], duplicate_groups: Sequence[Sequence[str]],
+    leave_out: Collection[str],
 ) -> DatasetScan:
     if not 0.0 < val_fraction < 1.0:
         raise DatasetError(f"{root}: val_fraction must be between 0 and 1 (got {val_fraction})")
@@ -198,24 +260,32 @@ def _scan_flat(
         for name in loose_files
         if _is_image_name(name)
     )
-    class_names = _class_names(root, subfolders)
+    class_names = _class_names(root, subfolders, skipped)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
-    train: list[tuple[str, int]] = []
-    val: list[tuple[str, int]] = []
-    too_small: list[str] = []
+    listed = set(leave_out)
+    classes: list[tuple[str, list[str]]] = []
+    left_out: list[str] = []
     for name in class_names:
-        folder = os.path.join(root, name)
-        files = _required_class_images(folder, verify, skipped)
-        class_train, class_val = split_class(files, val_fraction, f"{seed}:{name}")
-        class_train, class_val = keep_duplicates_on_one_side(root, class_train, class_val)
-        train.extend((path, class_to_idx[name]) for path in class_train)
-        val.extend((path, class_to_idx[name]) for path in class_val)
-        if not class_val:
-            too_small.append(f"{folder}: class '{name}' has only 1 image, too few to validate: "
-                             "it stays in training and its accuracy cannot be measured; add at "
-                             "least one more image to validate it")
-    return DatasetScan(root, "flat", class_names, class_to_idx, train, val, skipped, too_small,
-                       val_fraction, seed)
+        files = _required_class_images(os.path.join(root, name), verify, skipped)
+        left_out += [p for p in files if os.path.normpath(p) in listed]
+        classes.append((name, [p for p in files if os.path.normpath(p) not in listed]))
+    every_file = [path for _, files in classes for path in files]
+    split = split_dataset(classes, val_fraction, seed,
+                          [*duplicate_groups, *identical_byte_groups(every_file)])
+    validated = {label for _, label in split.val}
+    too_small = [_too_few_to_validate(os.path.join(root, name), name, len(files))
+                 for label, (name, files) in enumerate(classes) if label not in validated]
+    return DatasetScan(root, "flat", class_names, class_to_idx, split.train, split.val, skipped,
+                       too_small, val_fraction, seed, left_out, split.notes)
+
+
+def _too_few_to_validate(folder: str, name: str, count: int) -> str:
+    if count == 0:
+        return (f"{folder}: every image of class '{name}' is left out by the exclusion list, "
+                "so it is neither trained nor validated; include some of them again")
+    return (f"{folder}: class '{name}' has only 1 image, too few to validate: it stays in "
+            "training and its accuracy cannot be measured; add at least one more image to "
+            "validate it")
 
 
 def _scan_train_val(
@@ -223,7 +293,7 @@ def _scan_train_val(
 ) -> DatasetScan:
     train_root = os.path.join(root, "train")
     val_root = os.path.join(root, "val")
-    class_names = _class_names(train_root, _list_folder(train_root)[0])
+    class_names = _class_names(train_root, _list_folder(train_root)[0], skipped)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     train: list[tuple[str, int]] = []
     for name in class_names:
@@ -269,14 +339,26 @@ def _list_folder(folder: str) -> tuple[list[str], list[str]]:
     return folders, files
 
 
-def _class_names(folder: str, subfolders: list[str]) -> list[str]:
-    names = sorted(name for name in subfolders if not _is_ignored_folder(name))
+def _class_names(folder: str, subfolders: list[str],
+                 skipped: list[SkippedFile] | None = None) -> list[str]:
+    """The class folders among ``subfolders``, sorted; a linked one that would loop or repeat
+    another class (``linked_class_problems``) is left out, with its reason in ``skipped``."""
+    names = _candidate_classes(subfolders)
+    problems = linked_class_problems(folder, names)
+    if skipped is not None:
+        skipped.extend(SkippedFile(os.path.join(folder, name), reason)
+                       for name, reason in problems.items())
+    names = [name for name in names if name not in problems]
     if not names:
         raise DatasetError(
-            f"{folder}: no class subfolders; put each class's images in a folder of its own "
-            f"({folder}/<class>/image.jpg)"
+            f"{shown_name(folder)}: no class subfolders; put each class's images in a folder "
+            f"of its own ({shown_name(folder)}/<class>/image.jpg)"
         )
     return names
+
+
+def _candidate_classes(subfolders: list[str]) -> list[str]:
+    return sorted(name for name in subfolders if not _is_ignored_folder(name))
 
 
 def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
@@ -288,37 +370,100 @@ def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]
 
 
 def _collect_class(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
-    """Every usable image under ``folder``, recursively, sorted by path."""
-    found: list[str] = []
-    seen_dirs: set[tuple[int, int]] = set()
-    pending = [folder]
-    while pending:
-        current = pending.pop()
+    """Every usable image under ``folder``, recursively, sorted by path.
+
+    Links are followed as ``folder_links`` allows. The folders reached without a link are
+    listed first, then the links, so each real file is listed once, under its own path where
+    the class holds it; a link into a loop or another class folder is skipped with its reason.
+    """
+    walk = _ClassWalk(folder, verify, skipped)
+    walk.run()
+    return sorted(walk.found)
+
+
+class _ClassWalk:
+    """The listing of one class folder (see ``_collect_class``)."""
+
+    def __init__(self, folder: str, verify: bool, skipped: list[SkippedFile]) -> None:
+        self.verify = verify
+        self.skipped = skipped
+        self.found: list[str] = []
+        self.guard = LinkGuard(
+            folder, lambda: _candidate_classes(_list_folder(os.path.dirname(folder))[0]))
+        self.folders = [(folder, False)]  # (folder, reached through a link)
+        self.links: list[os.DirEntry[str]] = []  # followed once the folders are listed
+        self.seen_dirs: set[tuple[int, int]] = set()
+        self.seen_files: set[tuple[int, int]] = set()
+
+    def run(self) -> None:
+        problem = self.guard.class_folder_problem()  # a val/ class that is a link, say
+        if problem:
+            self.skipped.append(SkippedFile(self.folders.pop()[0], problem))
+        while self.folders or self.links:
+            if self.folders:
+                self._list(*self.folders.pop())
+            elif _is_dir(self.links[-1]):
+                self._list(self.links.pop().path, True)
+            else:
+                self._add_image(self.links.pop(), via_link=True)
+
+    def _list(self, current: str, via_link: bool) -> None:
         try:
             info = os.stat(current)
         except OSError:
-            continue
-        if (info.st_dev, info.st_ino) in seen_dirs:
-            continue  # a symlink loop
-        seen_dirs.add((info.st_dev, info.st_ino))
+            return
+        if (info.st_dev, info.st_ino) in self.seen_dirs:
+            self.skipped.append(SkippedFile(
+                current, "link to a folder this class already lists: not followed"))
+            return
+        self.seen_dirs.add((info.st_dev, info.st_ino))
         try:
             with os.scandir(current) as entries:
                 for entry in entries:
-                    if _is_dir(entry):
-                        if not _is_ignored_folder(entry.name):
-                            pending.append(entry.path)
-                        continue
-                    if _is_system_file(entry.name):
-                        continue
-                    reason = _file_problem(entry, verify)
-                    if reason is None:
-                        found.append(entry.path)
-                    else:
-                        skipped.append(SkippedFile(entry.path, reason))
+                    self._sort(entry, current, via_link)
         except OSError as exc:
             raise DatasetError(f"{current}: cannot list folder ({exc.strerror or exc})") from exc
-    found.sort()
-    return found
+
+    def _sort(self, entry: os.DirEntry[str], current: str, via_link: bool) -> None:
+        """One entry of ``current``: a folder to list, a link to follow later, an image, or
+        a skipped file."""
+        is_link = _is_link(entry)
+        if _is_dir(entry):
+            if _is_ignored_folder(entry.name):
+                return
+            reason = self.guard.folder_link_problem(entry.path, current) if is_link else None
+            if reason:
+                self.skipped.append(SkippedFile(entry.path, reason))
+            elif is_link:
+                self.links.append(entry)
+            else:
+                self.folders.append((entry.path, via_link))
+            return
+        if _is_system_file(entry.name):
+            return
+        if is_link and _file_problem(entry, self.verify) is None:
+            reason = self.guard.file_link_problem(entry.path)
+            if reason:
+                self.skipped.append(SkippedFile(entry.path, reason))
+            else:
+                self.links.append(entry)
+            return
+        self._add_image(entry, via_link)
+
+    def _add_image(self, entry: os.DirEntry[str], via_link: bool) -> None:
+        reason = _file_problem(entry, self.verify)
+        if reason is not None:
+            self.skipped.append(SkippedFile(entry.path, reason))
+            return
+        info = entry.stat()  # cached by the DirEntry since _file_problem
+        key = (info.st_dev, info.st_ino)
+        # st_ino is 0 where the system gives no file identity (DirEntry on Windows).
+        if via_link and info.st_ino and key in self.seen_files:
+            self.skipped.append(SkippedFile(
+                entry.path, "link to an image this class already lists: listed once"))
+            return
+        self.seen_files.add(key)
+        self.found.append(entry.path)
 
 
 def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
@@ -365,7 +510,7 @@ def _identify_problem(path: str) -> str | None:
 
 def _no_images_message(folder: str, skipped: list[SkippedFile]) -> str:
     inside = [s for s in skipped if s.path.startswith(folder + os.sep)]
-    text = f"{folder}: class folder has no images"
+    text = f"{shown_name(folder)}: class folder has no images"
     if inside:
         text += f" ({_plural(len(inside), 'file')} skipped, e.g. {inside[0].reason})"
     return text
@@ -382,6 +527,13 @@ def _has_images(folder: str) -> bool:
 def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
     except OSError:
         return False
 

@@ -1,10 +1,10 @@
 """Images that failed to decode: the run's log of them, and the limit that stops a run.
 
 A sample that cannot be decoded becomes a zero image labelled -1 (ignored by loss and accuracy)
-and a ``"<path>\\t<reason>"`` line in the failure log, instead of ending a night's run; only
-when more distinct images than ``max_failed_images`` have failed does the run stop
-(``check_failed_images``), naming them. Under torchrun every process keeps a log, and the
-failures of all of them count.
+and a ``"<path>\\t<reason>"`` line in the failure log (the path as ``stored_name`` writes it),
+instead of ending a night's run; only when more distinct images than ``max_failed_images``
+have failed does the run stop (``check_failed_images``), naming them. Under torchrun every
+process keeps a log, and the failures of all of them count.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import tempfile
 
 from workbench.core.data.dataset_scan import DatasetError
+from workbench.core.file_names import read_stored_name, shown_name, stored_name
 from workbench.core.runs.atomic_io import describe_os_error
 
 # Failed files named in the message that stops a run; the rest are counted.
@@ -38,7 +39,8 @@ def check_failed_images(failures: list[tuple[str, str]], max_failed_images: int)
     """
     if len(failures) <= max_failed_images:
         return
-    shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:NAMED_FAILURES])
+    shown = "; ".join(f"{shown_name(path)} ({reason})"
+                      for path, reason in failures[:NAMED_FAILURES])
     more = (f" and {len(failures) - NAMED_FAILURES} more" if len(failures) > NAMED_FAILURES
             else "")
     count = f"{len(failures)} image{'s' if len(failures) != 1 else ''}"
@@ -72,13 +74,13 @@ def _append_once(failure_log: str, path: str, reason: str) -> None:
         if any(logged == path and logged_reason.startswith(WARNING_PREFIX) == warning
                for logged, logged_reason in _log_lines(failure_log)):
             return
-        # surrogateescape: a file name that is not valid UTF-8 still round-trips.
         with open(failure_log, "a", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(_line(path, reason))
     except OSError as exc:
         what = "a warning about" if warning else "that it could not decode"
         raise FailureLogError(
-            f"{failure_log}: cannot record {what} {path} ({describe_os_error(exc)}); the run "
+            f"{failure_log}: cannot record {what} {shown_name(path)} ({describe_os_error(exc)}); "
+            "the run "
             "stops, because images that fail to decode could no longer be counted against "
             "max_failed_images"
         ) from exc
@@ -107,7 +109,7 @@ def _log_lines(failure_log: str | None) -> list[tuple[str, str]]:
         return []
     with open(failure_log, encoding="utf-8", errors="surrogateescape") as handle:
         pairs = [line.rstrip("\n").partition("\t") for line in handle]
-    return [(path, reason) for path, _, reason in pairs if path]
+    return [(read_stored_name(path), reason) for path, _, reason in pairs if path]
 
 
 def record_failures(failure_log: str, failures: list[tuple[str, str]]) -> None:
@@ -167,13 +169,15 @@ class FailedImages:
 
 def left_out_message(failures: list[tuple[str, str]]) -> str:
     """The warning that names (up to three of) ``failures`` and says they were left out."""
-    shown = "; ".join(f"{path} ({reason})" for path, reason in failures[:3])
+    shown = "; ".join(f"{shown_name(path)} ({reason})" for path, reason in failures[:3])
     more = f" and {len(failures) - 3} more" if len(failures) > 3 else ""
     return f"{len(failures)} image(s) could not be decoded and were left out: {shown}{more}"
 
 
 def _line(path: str, reason: str) -> str:
-    return f"{_one_line(path)}\t{_one_line(reason)}\n"
+    # The path as stored_name writes it: a name with a tab, a newline or bytes that are not
+    # UTF-8 is a JSON string, so the line stays one line and reads back to the same path.
+    return f"{stored_name(path)}\t{_one_line(shown_name(reason))}\n"
 
 
 def _one_line(text: str) -> str:

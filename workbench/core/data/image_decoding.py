@@ -14,7 +14,8 @@ One path for training, preview and thumbnails, so they agree on every odd case:
 - Depth: 16-bit and 32-bit integer images are rescaled from 0..65535 to 0..255 (not clipped);
   float images are scaled from 0..1 when their values lie within it, else clipped to 0..255.
 - Transparency (RGBA, LA, palette or colour-key transparency) is composited over
-  ``TRANSPARENT_BACKGROUND``, a mid grey close to the mean of ImageNet photos.
+  ``TRANSPARENT_BACKGROUND``, a mid grey close to the mean of ImageNet photos, by
+  ``workbench.core.transparency`` (which the run report uses too).
 - CMYK, 1-bit, palette and other modes are converted by Pillow; multi-frame GIF/TIFF/WebP files
   give their first frame.
 
@@ -29,10 +30,17 @@ without loading torch.
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+from workbench.core.transparency import (  # noqa: F401 - TRANSPARENT_BACKGROUND re-exported
+    TRANSPARENT_BACKGROUND,
+    composite_transparency,
+    has_transparency,
+)
 
 # Pillow's default MAX_IMAGE_PIXELS (about 89.5 megapixels, 256 MiB as RGB), as our own fixed
 # limit: the global can be changed by any library, and beyond it Pillow only warns.
@@ -40,8 +48,6 @@ MAX_DECODED_PIXELS = 1024 * 1024 * 1024 // 4 // 3
 # Wider than any phone panorama; a 1x2000 strip resized to a shorter side of 256 would be
 # half a million pixels long.
 MAX_ASPECT_RATIO = 50.0
-# Transparent pixels become this colour, in training, preview and thumbnails alike.
-TRANSPARENT_BACKGROUND = (128, 128, 128)
 
 _ORIENTATION_TAG = 0x0112
 _TRANSPOSING_ORIENTATIONS = (5, 6, 7, 8)
@@ -56,7 +62,6 @@ _ORIENTATION_METHODS = {
 }
 # Downscale factor below which torch resizes (faster there); Pillow above it.
 TORCH_RESIZE_MAX_FACTOR = 2.0
-_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 _WIDE_INTEGER_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N")
 # The resize interpolations (config field ``interpolation``) and Pillow's filter for each.
 _PILLOW_FILTERS = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
@@ -129,11 +134,8 @@ def check_decoded_size(
     image.draft(mode, draft_size)
     width, height = image.size
     if width * height > MAX_DECODED_PIXELS:
-        raise ImageDecodeError(
-            image_path(image),
-            f"image too large to decode safely ({width}x{height} = {width * height:,} pixels; "
-            f"the limit is {MAX_DECODED_PIXELS:,})",
-        )
+        raise ImageDecodeError(image_path(image),
+                               too_large_reason(f"{width}x{height} = {width * height:,} pixels"))
     if max(width, height) > MAX_ASPECT_RATIO * max(1, min(width, height)):
         raise ImageDecodeError(
             image_path(image),
@@ -219,6 +221,19 @@ def image_path(image: Image.Image) -> str:
     return str(getattr(image, "filename", "") or "<image in memory>")
 
 
+TOO_LARGE = "image too large to decode safely"
+
+
+def too_large_reason(size: str, limit: int | None = None) -> str:
+    """Why an image over the limit (``MAX_DECODED_PIXELS`` unless Pillow's own, lowered by
+    someone, refused it first) is refused, and what to do; ``size`` says how large it is
+    ("12715x8277 = 105,242,055 pixels")."""
+    limit = MAX_DECODED_PIXELS if limit is None else limit
+    return (f"{TOO_LARGE} ({size}; the limit is {limit:,} pixels, a guard "
+            "against decompression bombs): shrink it below the limit, for example to 8,000 "
+            "pixels on the longer side, or leave it out")
+
+
 def decode_failure_reason(exc: BaseException) -> str:
     """A short, plain reason for a decoding exception."""
     if isinstance(exc, UnidentifiedImageError):
@@ -226,7 +241,12 @@ def decode_failure_reason(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return "file not found"
     if isinstance(exc, Image.DecompressionBombError):
-        return f"image too large to decode safely ({exc})"
+        # Pillow refuses at twice its own limit, before ours is reached; say it as ours.
+        size = re.search(r"\((\d+) pixels\)", str(exc))
+        limit = re.search(r"limit of (\d+) pixels", str(exc))
+        return too_large_reason(f"{int(size.group(1)):,} pixels" if size else str(exc),
+                                min(int(limit.group(1)), MAX_DECODED_PIXELS) if limit
+                                else MAX_DECODED_PIXELS)
     if isinstance(exc, MemoryError):
         return "not enough memory to decode this image"
     if isinstance(exc, OSError) and exc.strerror:
@@ -285,8 +305,8 @@ def _oriented(image: Image.Image) -> Image.Image:
 def _to_8bit_mode(image: Image.Image, mode: str) -> Image.Image:
     if image.mode in _WIDE_INTEGER_MODES or image.mode == "F":
         image = _rescaled_to_l(image)
-    if image.mode in _ALPHA_MODES or "transparency" in image.info:
-        image = _over_background(image)
+    if has_transparency(image):
+        image = composite_transparency(image)
     if image.mode != mode:
         image = image.convert(mode)
     return image
@@ -304,8 +324,3 @@ def _rescaled_to_l(image: Image.Image) -> Image.Image:
     scaled = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
     return Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), "L")
 
-
-def _over_background(image: Image.Image) -> Image.Image:
-    rgba = image.convert("RGBA")
-    background = Image.new("RGBA", rgba.size, (*TRANSPARENT_BACKGROUND, 255))
-    return Image.alpha_composite(background, rgba).convert("RGB")

@@ -56,13 +56,28 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class DeploymentResult:
-    """The written file, its figures, and where the report is."""
+    """The written file, its figures, and where the report is.
+
+    ``verdict`` is the one sentence that says whether the file may be trusted (VERIFIED or
+    NOT VERIFIED, and why); everything else is detail below it.
+    """
 
     path: str
     figures: ExportFigures
     report_path: str
     evaluation: str  # which images the figures come from, or why accuracy was not measured
     verification: str  # how the float32 export was checked against the eager model
+
+    @property
+    def verdict(self) -> str:
+        return self.figures.verdict
+
+    def lines(self) -> list[str]:
+        """The verdict first, then the details: what was written, how it was made and
+        checked, the figures and where they were measured."""
+        return [self.verdict, f"  file: {self.path}", f"  how: {self.verification}",
+                f"  figures: {self.figures.summary()}",
+                f"  measured on {self.evaluation}; figures written to {self.report_path}"]
 
 
 def export_and_measure(model_file: str | Path, out_path: str | Path, export_format: str,
@@ -110,17 +125,18 @@ def export_and_measure(model_file: str | Path, out_path: str | Path, export_form
         float_size = _float32_size(export_format, path, float_onnx)
         say("measuring accuracy and speed")
         runner = torchscript_runner(path) if export_format == "torchscript" else onnx_runner(path)
-        figures = _figures(export_format, path, runner, images, eager, float_size, config)
+        figures = _figures(export_format, path, runner, images, eager, float_size, config,
+                           exported)
     verification = _verification_text(exported, export_format)
     report = _write_report(path, figures, evaluation, verification)
     return DeploymentResult(str(path), figures, str(report), evaluation, verification)
 
 
 def _verification_text(exported: ExportResult, export_format: str) -> str:
+    """How the file was made and checked: a detail under the verdict, never a verdict."""
     if export_format in ("onnx-int8", "onnx-fp16"):
-        return (f"verified: {exported.verification} (the float32 file this one was made "
-                "from)")
-    return f"verified: {exported.verification}"
+        return f"{exported.verification} (the float32 file this one was made from)"
+    return exported.verification
 
 
 def _preprocessing_of(config: TrainConfig) -> dict:
@@ -168,7 +184,7 @@ def _float32_size(export_format: str, path: Path, float_onnx: Path) -> int | Non
 
 def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationImages | None,
              eager: Runner, float_size: int | None,
-             config: TrainConfig) -> ExportFigures:
+             config: TrainConfig, exported: ExportResult) -> ExportFigures:
     example = np.zeros((1, config.in_channels, config.crop_size, config.crop_size), np.uint8)
     speed = measure_speed(runner, *speed_inputs(images, example))
     runtime = "LibTorch (torch.jit), CPU" if export_format == "torchscript" \
@@ -188,7 +204,7 @@ def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationI
         float_accuracy = float((expected == labels).mean())
         diff = float(np.abs(logits - reference_logits).max())
         count = len(labels)
-    verified, verdict = _verdict(export_format, accuracy, float_accuracy, diff)
+    verified, verdict = _verdict(export_format, accuracy, float_accuracy, diff, exported)
     return ExportFigures(
         export_format=export_format, path=str(path), runtime=runtime,
         size_bytes=path.stat().st_size, float32_size_bytes=float_size,
@@ -200,14 +216,19 @@ def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationI
 
 
 def _verdict(export_format: str, accuracy: float | None, float_accuracy: float | None,
-             diff: float | None) -> tuple[bool, str]:
-    """Whether the file may be called verified, and the sentence saying why."""
+             diff: float | None, exported: ExportResult | None = None) -> tuple[bool, str]:
+    """Whether the file may be called verified, and the one sentence saying why."""
     if export_format in ("torchscript", "onnx"):
         # Both were compared with the eager model before they were written (export refuses
         # a file that differs), so they are verified whether or not images were at hand.
-        return True, "verified: reproduces the float32 model"
+        check = None if exported is None else exported.check
+        if check is None:
+            return True, "VERIFIED: reproduces the trained model"
+        return True, (f"VERIFIED: reproduces the trained model (max |difference| "
+                      f"{check.max_abs_diff:.1e} within {check.tolerance_text}; "
+                      f"{check.classes_text})")
     if accuracy is None or float_accuracy is None or diff is None:
-        return False, ("not verified: no validation images to measure its accuracy against "
+        return False, ("NOT VERIFIED: no validation images to measure its accuracy against "
                        "float32")
     if export_format == "onnx-int8":
         drop = float_accuracy - accuracy
@@ -215,12 +236,13 @@ def _verdict(export_format: str, accuracy: float | None, float_accuracy: float |
             return False, (f"NOT VERIFIED: validation accuracy {accuracy:.3f} is "
                            f"{100 * drop:.1f} points below float32's {float_accuracy:.3f} "
                            f"(at most {100 * INT8_MAX_DROP:.0f} allowed); kept for inspection")
-        return True, (f"verified: validation accuracy within {100 * INT8_MAX_DROP:.0f} point "
-                      "of float32")
+        return True, (f"VERIFIED: validation accuracy {accuracy:.3f} within "
+                      f"{100 * INT8_MAX_DROP:.0f} point of float32's {float_accuracy:.3f}")
     if diff > FLOAT16_TOLERANCE:
         return False, (f"NOT VERIFIED: logits differ from float32 by up to {diff:.3g} "
                        f"(at most {FLOAT16_TOLERANCE:g} allowed)")
-    return True, f"verified: logits within {FLOAT16_TOLERANCE:g} of float32"
+    return True, (f"VERIFIED: logits within {FLOAT16_TOLERANCE:g} of float32 (max |difference| "
+                  f"{diff:.3g})")
 
 
 def _write_report(path: Path, figures: ExportFigures, evaluation: str, verification: str

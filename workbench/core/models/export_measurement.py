@@ -144,7 +144,8 @@ class ExportFigures:
         return asdict(self)
 
     def summary(self) -> str:
-        """One line: size, accuracy against float32, speed and the verdict."""
+        """One line of figures: size, accuracy against float32 and speed (the verdict is
+        ``verdict``, said first by whoever shows it)."""
         size = f"{self.size_bytes / 2**20:.2f} MiB"
         if self.float32_size_bytes:
             size += f" ({self.float32_size_bytes / self.size_bytes:.1f}x smaller than float32)" \
@@ -156,7 +157,7 @@ class ExportFigures:
         return (f"{self.export_format}: {size}; {accuracy}; batch-1 latency "
                 f"{self.latency_ms_median:.2f} ms (p95 {self.latency_ms_p95:.2f} ms), "
                 f"{self.images_per_second:,.0f} images/s at batch {THROUGHPUT_BATCH} in "
-                f"{self.runtime}; {self.verdict}")
+                f"{self.runtime}")
 
 
 @dataclass(frozen=True)

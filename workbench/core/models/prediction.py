@@ -18,6 +18,7 @@ from torch import Tensor
 from workbench.core.data.dataset_scan import IMG_EXTENSIONS
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.data.transforms import build_eval_transform, normalization_for
+from workbench.core.file_names import shown_name, stored_name
 from workbench.core.models.checkpoint_format import CheckpointError, load_model_file
 from workbench.core.models.export import (
     ExportedModel,
@@ -25,6 +26,7 @@ from workbench.core.models.export import (
     PreprocessingClassifier,
     load_exported,
 )
+from workbench.core.models.export_formats import model_file_in_run_folder
 from workbench.core.models.onnx_export import is_onnx_file, load_onnx_export
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.config import TrainConfig
@@ -67,13 +69,20 @@ def image_crops(image_path: str | Path, preprocessing: Mapping[str, Any]) -> Ten
 
 
 def load_classifier(model_path: str | Path) -> ExportedModel:
-    """A model to classify with: a workbench model file (best_model.pt or a checkpoint, loaded
-    safely with its weights only), a workbench TorchScript export or a workbench ONNX export
-    (run with onnxruntime; class names and preprocessing from its metadata).
+    """A model to classify with: a run folder (its best_model.pt, or its TorchScript or ONNX
+    export where the checkpoint is gone), a workbench model file (best_model.pt or a
+    checkpoint, loaded safely with its weights only), a workbench TorchScript export or a
+    workbench ONNX export (run with onnxruntime; class names and preprocessing from its
+    metadata).
 
     Raises:
-        ExportError: The file is none of them; the message gives the reasons.
+        ExportError: The path is none of them; the message gives the reasons.
     """
+    if Path(model_path).is_dir():
+        try:
+            model_path = model_file_in_run_folder(model_path)
+        except FileNotFoundError as exc:
+            raise ExportError(str(exc)) from None
     if is_onnx_file(model_path):
         return load_onnx_export(model_path)
     try:
@@ -98,20 +107,30 @@ def expand_image_paths(paths: Sequence[str | Path]) -> list[str]:
     A path that does not exist is kept as given: its prediction then says so, and the other
     images are still classified.
     """
+    return expand_image_inputs(paths)[0]
+
+
+def expand_image_inputs(paths: Sequence[str | Path]) -> tuple[list[str], list[str]]:
+    """``expand_image_paths``, and the folders among ``paths`` that hold no image at all."""
     expanded: list[str] = []
+    empty: list[str] = []
     for path in map(Path, paths):
         if path.is_dir():
             found = [os.path.join(folder, name) for folder, _, names in os.walk(path)
                      for name in names if name.lower().endswith(IMG_EXTENSIONS)
                      and not name.startswith(".")]
             expanded.extend(sorted(found))
+            if not found:
+                empty.append(str(path))
         else:
             expanded.append(str(path))
-    return expanded
+    return expanded, empty
 
 
 def predictions_csv_text(predictions: Sequence[Prediction]) -> str:
-    """CSV of predictions: path, then class and probability of each top rank, then error."""
+    """CSV of predictions: path, then class and probability of each top rank, then error.
+    Paths and class names are cells as ``stored_name`` writes them (a JSON string when they
+    hold a newline or bytes that are not UTF-8)."""
     ranks = max((len(p.top) for p in predictions), default=0)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -120,11 +139,11 @@ def predictions_csv_text(predictions: Sequence[Prediction]) -> str:
         header += [f"top{rank}_class", f"top{rank}_probability"]
     writer.writerow([*header, "error"])
     for prediction in predictions:
-        cells = [prediction.path]
+        cells = [stored_name(prediction.path)]
         for name, probability in prediction.top:
-            cells += [name, f"{probability:.6g}"]
+            cells += [stored_name(name), f"{probability:.6g}"]
         cells += [""] * (len(header) - len(cells))
-        writer.writerow([*cells, prediction.error])
+        writer.writerow([*cells, shown_name(prediction.error)])
     return buffer.getvalue()
 
 

@@ -108,6 +108,18 @@ class PredictionCollector:
             return []
         return torch.nonzero(torch.cat(self._labels) != IGNORE_LABEL).flatten().tolist()
 
+    def accuracy(self) -> float | None:
+        """The share of decoded images whose most probable class is their label (None when
+        none was collected)."""
+        if not self._labels:
+            return None
+        labels = torch.cat(self._labels)
+        kept = labels != IGNORE_LABEL
+        if not bool(kept.any()):
+            return None
+        predicted = torch.cat(self._probabilities).argmax(dim=1)
+        return float((predicted[kept] == labels[kept]).float().mean())
+
     def features(self) -> torch.Tensor | None:
         """``[N, D]`` penultimate features of every collected image (``watch_head``), in
         collection order; None when they were not kept for every batch."""
@@ -132,11 +144,14 @@ def write_best_predictions(collector: PredictionCollector | None, run_dir: Path 
     """
     if collector is None:
         return "no predictions were collected, so predictions.csv was not written"
+    problems = []
     try:
         collector.write(run_dir, samples, class_names)
     except (OSError, ValueError) as exc:
-        return f"{Path(run_dir) / 'predictions.csv'} could not be written: {exc}"
-    return write_best_feature_findings(collector, run_dir, samples, class_names, root)
+        problems.append(f"{Path(run_dir) / 'predictions.csv'} could not be written: {exc}")
+    # The feature findings do not need predictions.csv: one failed write loses one file.
+    problems.append(write_best_feature_findings(collector, run_dir, samples, class_names, root))
+    return "; ".join(p for p in problems if p) or None
 
 
 def write_best_feature_findings(collector: PredictionCollector, run_dir: Path | str,
@@ -151,7 +166,8 @@ def write_best_feature_findings(collector: PredictionCollector, run_dir: Path | 
     try:
         report = feature_findings([samples[i][0] for i in decoded],
                                   [samples[i][1] for i in decoded], class_names,
-                                  features[decoded].numpy(), root)
+                                  features[decoded].numpy(), root,
+                                  accuracy=collector.accuracy())
         write_feature_findings(report, run_dir)
     except (OSError, ValueError) as exc:
         return f"the model's feature findings could not be written to {run_dir}: {exc}"

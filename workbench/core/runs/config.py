@@ -297,6 +297,9 @@ def _path_problems(config: TrainConfig, check_paths: bool) -> _Problems:
     problems: _Problems = []
     if not config.data_root:
         problems.append(("data_root", "choose an image folder"))
+    elif check_paths and Path(config.data_root).is_file():
+        problems.append(("data_root", f"'{config.data_root}' is a file, not a folder; choose "
+                                      "the folder that holds the class folders"))
     elif check_paths and not Path(config.data_root).is_dir():
         problems.append(("data_root", f"folder '{config.data_root}' does not exist"))
     if config.exclude_file and check_paths and not Path(config.exclude_file).is_file():

@@ -19,9 +19,10 @@ other torchvision models' defaults come from there (``defaults_for``).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol, TypeVar
 
+from workbench.core.runs.config_fields import describe
 from workbench.core.runs.model_catalog import (
     RECIPE_FIELDS,
     TORCHVISION_MODELS,
@@ -108,9 +109,11 @@ def full_finetune_for_random_weights(
     """
     if config.weights != "none" or config.finetune != "last_layer" or "finetune" in explicit:
         return config, None
+    whole = describe("finetune").choice_label("full")
     return config.replace(finetune="full"), (
-        "finetune set to 'full': with weights 'none' the network starts random, and training "
-        "only the last layer on a random frozen network learns next to nothing.")
+        f"Fine-tune set to \u201c{whole}\u201d: with no pretrained weights the network starts "
+        "random, and training only the last layer on a random frozen network learns next to "
+        "nothing.")
 
 
 def recipe_for_weights(config: Config, explicit: Collection[str] = ()
@@ -129,11 +132,12 @@ def recipe_for_weights(config: Config, explicit: Collection[str] = ()
         return config, None
     scratch = config.weights == "none"
     from_scratch = scratch_recipe(config.model) if scratch else None
-    wanted = from_scratch or family_recipe(config.model)
+    wanted = default_recipe(config.model, config.weights)
     changes = {name: value for name, value in wanted.items() if getattr(config, name) != value}
     if not changes:
         return config, None
-    recipe = f"{wanted['optimizer']} lr {wanted['lr']:g}, schedule {wanted['scheduler']}"
+    recipe = recipe_words(wanted)
+    recipe = recipe[0].upper() + recipe[1:]
     if from_scratch:
         why = ("the recipe for training every layer from random weights, measured against "
                f"{config.model}'s fine-tuning recipe in the recipe sweep")
@@ -161,16 +165,45 @@ def random_frozen_backbone_problem(config: _Config) -> str | None:
     return None
 
 
-def model_summary(model: str) -> str:
-    """One line about ``model`` for the picker: its ImageNet figures from torchvision, the
-    crop and the fine-tuning recipe choosing it sets. Imports torchvision (seconds, once)."""
+def default_recipe(model: str, weights: str) -> dict[str, Any]:
+    """The optimiser recipe ``model`` trains with from ``weights`` when the user sets none:
+    small_cnn's own, a torchvision family's recipe for random weights (weights 'none', where
+    the family has one), else its fine-tuning recipe. The one source of the recipe the form
+    sets (``recipe_for_weights``) and the model line says (``model_summary``)."""
+    if model not in TORCHVISION_MODELS:
+        defaults = defaults_for(model)
+        return {name: defaults[name] for name in RECIPE_FIELDS if name in defaults}
+    scratch = scratch_recipe(model) if weights == "none" else None
+    return scratch or family_recipe(model)
+
+
+def recipe_words(recipe: Mapping[str, Any], with_lr: bool = True) -> str:
+    """A recipe as the settings' labels say it: "AdamW at learning rate 0.001, warm-up, then
+    cosine schedule"; "SGD with momentum at learning rate 0.001, step schedule: x0.1 every
+    7 epochs"; without ``with_lr``: "AdamW, warm-up, then cosine schedule". Reads
+    ``optimizer``, ``lr``, ``scheduler`` and the step's size and gamma."""
+    optimizer = describe("optimizer").choice_label(str(recipe["optimizer"]))
+    schedule = describe("scheduler").choice_label(str(recipe["scheduler"]))
+    schedule = schedule.split(" (", 1)[0].lower() + " schedule"
+    if recipe["scheduler"] == "step" and "lr_step_size" in recipe:
+        schedule += f": x{recipe.get('lr_gamma', 0.1):g} every {recipe['lr_step_size']} epochs"
+    rate = f" at learning rate {recipe['lr']:g}" if with_lr else ""
+    return f"{optimizer}{rate}, {schedule}"
+
+
+def model_summary(model: str, weights: str = "imagenet") -> str:
+    """One line about ``model`` for the picker and the form: its ImageNet figures from
+    torchvision, the crop, and the recipe it trains with from ``weights`` when the user sets
+    none (``default_recipe``). Imports torchvision (seconds, once)."""
     defaults = defaults_for(model)
-    recipe = f"{defaults['optimizer']} lr {defaults['lr']:g}, {defaults['scheduler']}"
+    recipe = recipe_words(default_recipe(model, weights))
     if model not in TORCHVISION_MODELS:
         return (f"Trained from scratch (no ImageNet weights) on {defaults['crop_size']} px "
                 f"crops; {recipe}.")
     facts = model_facts(model)
+    how = ("trains every layer from random weights with" if weights == "none"
+           else "fine-tunes with")
     return (f"ImageNet acc@1 {facts.acc1:.1f}%, {facts.params / 1e6:.1f} M parameters, "
             f"{facts.gflops:.2f} GFLOPS, {facts.file_mib:.0f} MiB download; crop "
-            f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); fine-tunes with "
+            f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); {how} "
             f"{recipe}.")

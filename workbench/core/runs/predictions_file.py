@@ -6,6 +6,8 @@ logits give the probabilities). Columns, readable by ``csv`` or ``pandas.read_cs
 ``path, true_class, predicted_class, confidence, true_class_probability, loss,
 top1_class, top1_probability, ... topK_class, topK_probability``
 
+The path and class cells hold a name as ``workbench.core.file_names.stored_name`` writes it: as
+it is, or as a JSON string when it holds a newline or bytes that are not UTF-8.
 ``confidence`` is the probability of the predicted class; ``loss`` is the image's own
 cross-entropy (the mean over its crops when the run repeats labels over crops). The module
 needs no torch, so the app reads the file without loading a model.
@@ -19,6 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.file_names import read_stored_name, stored_name
 from workbench.core.runs.atomic_io import atomic_write_text
 
 PREDICTIONS_FILE = "predictions.csv"
@@ -83,10 +86,11 @@ def write_predictions(run_dir: Path | str, rows: list[PredictionRow]) -> Path:
         header += [f"top{rank}_class", f"top{rank}_probability"]
     writer.writerow(header)
     for row in rows:
-        cells = [row.path, row.true_class, row.predicted_class, _number(row.confidence),
+        cells = [stored_name(row.path), stored_name(row.true_class),
+                 stored_name(row.predicted_class), _number(row.confidence),
                  _number(row.true_class_probability), _number(row.loss)]
         for name, probability in row.top:
-            cells += [name, _number(probability)]
+            cells += [stored_name(name), _number(probability)]
         cells += [""] * (len(header) - len(cells))
         writer.writerow(cells)
     path = predictions_path(run_dir)
@@ -128,11 +132,13 @@ def _row_from(record: dict[str, str]) -> PredictionRow:
     while f"top{rank}_class" in record:
         name = record[f"top{rank}_class"]
         if name:
-            top.append((name, float(record[f"top{rank}_probability"])))
+            top.append((read_stored_name(name), float(record[f"top{rank}_probability"])))
         rank += 1
     return PredictionRow(
-        path=record["path"], true_class=record["true_class"],
-        predicted_class=record["predicted_class"], confidence=float(record["confidence"]),
+        path=read_stored_name(record["path"]),
+        true_class=read_stored_name(record["true_class"]),
+        predicted_class=read_stored_name(record["predicted_class"]),
+        confidence=float(record["confidence"]),
         true_class_probability=float(record["true_class_probability"]),
         loss=float(record["loss"]), top=tuple(top),
     )

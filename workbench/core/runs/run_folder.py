@@ -29,7 +29,8 @@ CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 LAST_CHECKPOINT = "last.pt"
 BEST_MODEL = "best_model.pt"
-EXPORT_FILE = "model_scripted.pt"
+EXPORT_FILE = "model_torchscript.pt"  # the TorchScript export, from the app and the CLI alike
+OLD_EXPORT_FILES = ("model_scripted.pt",)  # its name from the CLI before; still read
 ONNX_FILE = "model.onnx"
 DECODE_FAILURES = "decode_failures.tsv"
 FEATURE_FINDINGS_FILE = "feature_health.json"  # what the best model's features found
@@ -57,10 +58,14 @@ def write_run_config(
     config: TrainConfig,
     environment: dict[str, Any],
     dataset: dict[str, Any],
+    ran: dict[str, Any] | None = None,
 ) -> None:
-    """config.json: the config plus what is needed to reproduce and compare runs."""
+    """config.json: the config plus what is needed to reproduce and compare runs; ``ran``:
+    what the run does on its device where that differs from what the config asks (the
+    precision, memory format and pinning that took effect)."""
     document = {
         "config": config.to_dict(),
+        **({"ran": ran} if ran is not None else {}),
         "seed": config.seed,
         "created": _dt.datetime.now().isoformat(timespec="seconds"),
         "environment": environment,

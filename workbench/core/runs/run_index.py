@@ -55,6 +55,8 @@ class RunSummary:
             'interrupted' (killed, crashed or powered off). An end record an earlier attempt
             wrote before a resume says nothing about the resumed attempt.
         config: the run's config as written in config.json.
+        split_fingerprint: a hash of the run's validation files ('' in runs written before
+            it was recorded); runs with different ones were not validated on the same images.
     """
 
     run_dir: str
@@ -69,6 +71,7 @@ class RunSummary:
     device: str
     status: str
     config: dict[str, Any] = field(default_factory=dict, compare=False)
+    split_fingerprint: str = ""
 
     @property
     def best_model_path(self) -> str:
@@ -148,7 +151,25 @@ def read_run_summary(run_dir: str | os.PathLike[str]) -> RunSummary:
         device=str(start.get("device") or config.get("device", "")),
         status=str(end["status"]) if end else _status_without_end(folder, latest_start),
         config=config,
+        split_fingerprint=str(_dict(document.get("dataset")).get("split_fingerprint") or ""),
     )
+
+
+def split_differences(runs: Sequence[RunSummary]) -> str:
+    """A sentence when ``runs`` were not validated on the same images (their accuracies are
+    then not comparable as equals); '' when they were, or when a run does not say."""
+    prints = [run.split_fingerprint for run in runs]
+    if len(runs) < 2 or not all(prints) or len(set(prints)) == 1:
+        return ""
+    named = ", ".join(f"{run.name}: {fingerprint}" for run, fingerprint in zip(
+        runs, prints, strict=True))
+    return (f"These runs validated on different images (split {named}): a different folder, "
+            "seed, val_fraction, exclusion list or health check's copies. Their accuracies "
+            "are not measured on the same test, so compare them with care.")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def run_curves(run_dir: str | os.PathLike[str]) -> RunCurves:

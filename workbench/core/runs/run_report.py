@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.core.file_names import shown_name
 from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.prediction_analysis import class_figures, possibly_mislabeled, top_losses
 from workbench.core.runs.predictions_file import (
@@ -25,6 +26,7 @@ from workbench.core.runs.predictions_file import (
 )
 from workbench.core.runs.run_folder import FEATURE_FINDINGS_FILE
 from workbench.core.runs.run_index import best_epoch_events, read_run_summary, run_curves
+from workbench.core.transparency import composite_transparency
 
 REPORT_FILE = "report.html"
 THUMBNAIL_PX = 96
@@ -35,7 +37,8 @@ h1{margin-bottom:0}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:right}th{background:#f3f3f3}td.l,th.l{text-align:left}
 .muted{color:#777}.grid{display:flex;flex-wrap:wrap;gap:10px}
-figure{margin:0;width:120px;font-size:11px}figure img{display:block;border:1px solid #ccc}
+figure{margin:0;width:120px;font-size:11px;overflow-wrap:anywhere}
+figure img{display:block;border:1px solid #ccc;max-width:118px;margin-bottom:2px}
 .bad{color:#b00020;font-weight:bold}.good{color:#1b7a1b}
 """
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
@@ -73,7 +76,7 @@ def run_report_html(run_dir: str | Path, health_file: str | Path | None = None) 
     title = f"Run {summary.name}"
     sections = [
         _summary_section(summary, start, best),
-        _config_section(summary.config),
+        _config_section(summary.config, _what_ran(folder)),
         _curves_section(folder),
         _confusion_section(best, class_names),
         _class_metrics_section(best, class_names),
@@ -108,6 +111,7 @@ def _summary_section(summary: Any, start: Any, best: Any) -> str:
     rows = [("Status", f"{summary.status}, {summary.epochs_completed}/{summary.epochs} epochs"),
             ("Model", summary.model), ("Dataset", getattr(start, "dataset_summary", "") or
                                        summary.dataset),
+            ("Validation split", summary.split_fingerprint or "not recorded"),
             ("Best validation accuracy", best_text),
             ("Device", getattr(start, "device_name", "") or summary.device),
             ("Precision", getattr(start, "precision", "") or "unknown"),
@@ -115,9 +119,36 @@ def _summary_section(summary: Any, start: Any, best: Any) -> str:
     return _section("summary", "Summary", _key_value_table(rows))
 
 
-def _config_section(config: dict[str, Any]) -> str:
-    body = _key_value_table([(key, json.dumps(value)) for key, value in config.items()])
-    return _section("config", "Configuration", body)
+# The settings that only take effect on some devices, and what config.json's "ran" says of each.
+_DEVICE_SETTINGS = {"amp": "precision", "channels_last": "memory_format",
+                    "pin_memory": "pin_memory"}
+
+
+def _config_section(config: dict[str, Any], ran: dict[str, Any] | None) -> str:
+    """The settings as asked; where the device made a setting take no effect (amp,
+    channels_last, pin_memory on a CPU), what ran beside it."""
+    rows = []
+    if ran:
+        pinned = "yes" if ran.get("pin_memory") else "no"
+        rows.append(("What ran", f"{ran.get('precision')}, {ran.get('memory_format')} memory "
+                                 f"format, pinned memory {pinned} on {ran.get('device')}"))
+    for key, value in config.items():
+        shown = json.dumps(value)
+        if ran and key in _DEVICE_SETTINGS and _DEVICE_SETTINGS[key] in ran:
+            took = ran[_DEVICE_SETTINGS[key]]
+            took = ("yes" if took else "no") if isinstance(took, bool) else took
+            shown = f"{shown} asked; ran: {took}"
+        rows.append((key, shown))
+    return _section("config", "Configuration", _key_value_table(rows))
+
+
+def _what_ran(folder: Path) -> dict[str, Any] | None:
+    """config.json's "ran" (None for runs written before it was recorded)."""
+    try:
+        ran = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("ran")
+    except (OSError, ValueError):
+        return None
+    return ran if isinstance(ran, dict) else None
 
 
 def _curves_section(folder: Path) -> str:
@@ -211,12 +242,15 @@ def _images_section(anchor: str, heading: str, text: str,
 
 
 def _thumbnail(path: str) -> str:
-    """The image as an inline PNG thumbnail, or a note when it cannot be read any more."""
+    """The image as an inline PNG thumbnail, or a note when it cannot be read any more.
+
+    Transparent pixels show the grey training composited them on, as the app's views do.
+    """
     from PIL import Image, ImageOps
 
     try:
         with Image.open(path) as image:
-            image = ImageOps.exif_transpose(image)
+            image = composite_transparency(ImageOps.exif_transpose(image))
             image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
             buffer = io.BytesIO()
             image.convert("RGB").save(buffer, format="PNG")
@@ -234,6 +268,14 @@ def _health_section(path: Path | None) -> str:
 
 
 def _model_findings_section(folder: Path) -> str:
+    path = folder / FEATURE_FINDINGS_FILE
+    try:
+        withheld = json.loads(path.read_text(encoding="utf-8")).get("withheld", "")
+    except (OSError, ValueError, AttributeError):
+        withheld = ""  # no file, or one the table below reports as unreadable
+    if withheld:
+        return _section("model-findings", "What the model's features found",
+                        f"<p class='muted'>{_e(str(withheld))}</p>")
     return _findings_section("model-findings", "What the model's features found",
                              folder / FEATURE_FINDINGS_FILE,
                              "No findings from the model's features were written (no epoch "
@@ -275,15 +317,19 @@ def _exports_section(folder: Path) -> str:
     for name, e in exports.items():
         verdict_class = "good" if e.get("verified") else "bad"
         rows.append(
-            f"<tr><td class='l'>{_e(name)}</td><td class='l'>{_e(str(e.get('export_format')))}"
+            f"<tr><td class='l'>{_e(name)}</td>"
+            f"<td class='l {verdict_class}'>{_e(str(e.get('verdict', '')))}</td>"
+            f"<td class='l'>{_e(str(e.get('export_format')))}"
             f"</td><td>{e.get('size_bytes', 0) / 2**20:.2f} MiB</td>"
             f"<td>{_pct(e.get('val_accuracy'))}</td><td>{_pct(e.get('top1_agreement'))}</td>"
             f"<td>{_number(e.get('latency_ms_median'))} ms</td>"
             f"<td>{_number(e.get('images_per_second'), 0)}</td>"
-            f"<td class='l {verdict_class}'>{_e(str(e.get('verdict', '')))}</td></tr>")
-    table = ("<table><tr><th class='l'>file</th><th class='l'>format</th><th>size</th>"
+            f"<td class='l'>{_e(str(e.get('verification', '')))}</td></tr>")
+    # The verdict first, beside the file's name; how it was made and checked last (detail).
+    table = ("<table><tr><th class='l'>file</th><th class='l'>verdict</th>"
+             "<th class='l'>format</th><th>size</th>"
              "<th>val accuracy</th><th>agreement with float32</th><th>batch-1 latency</th>"
-             "<th>images/s (batch 32)</th><th class='l'>verdict</th></tr>"
+             "<th>images/s (batch 32)</th><th class='l'>how it was made and checked</th></tr>"
              f"{''.join(rows)}</table>")
     return _section("exports", "Exports", table)
 
@@ -307,4 +353,6 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _e(text: str) -> str:
-    return html.escape(text, quote=True)
+    # shown_name: a file or class name with bytes that are not UTF-8 would make the page
+    # unwritable, and one with a newline would break its line.
+    return html.escape(shown_name(text), quote=True)

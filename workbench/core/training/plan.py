@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.core.data.data_pipeline import pins_memory
 from workbench.core.runs.config import TrainConfig
 from workbench.core.training.precision import (
     CardInfo,
@@ -39,6 +40,15 @@ class RunPlan:
     cache_train_features: bool
     images_on_device: bool
     notes: tuple[tuple[str, str], ...] = ()
+    pin_memory: bool = False
+
+    def what_ran(self) -> dict[str, object]:
+        """What this run does on its device, whatever the settings asked for (amp,
+        channels_last and pin_memory only take effect on CUDA): for config.json and the
+        report."""
+        return {"device": self.device, "precision": self.precision.label,
+                "memory_format": "channels_last" if self.channels_last else "contiguous",
+                "pin_memory": self.pin_memory}
 
 
 def channels_last_applies(device: str) -> bool:
@@ -86,6 +96,7 @@ def plan_run(
         channels_last=config.channels_last and channels_last_applies(device),
         cache_features=cache_features, cache_train_features=cache_train_features,
         images_on_device=images_on_device, notes=tuple(notes),
+        pin_memory=pins_memory(config, device),
     )
 
 

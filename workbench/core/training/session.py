@@ -217,7 +217,8 @@ class TrainingSession:
             self.run_dir = create_run_folder(self.config)
         environment = {**environment_info(self.device),
                        **self.dist.environment(self.config.batch_size)}
-        write_run_config(self.run_dir, self.config, environment, self.scan.summary())
+        write_run_config(self.run_dir, self.config, environment, self.scan.summary(),
+                         ran=self.plan.what_ran())
         self._writer = MetricsWriter(self.run_dir / "metrics.jsonl")
         self.events.callbacks.append(self._writer)
 

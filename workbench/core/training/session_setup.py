@@ -10,13 +10,13 @@ import torch
 
 from workbench.core.data.cache_folder import cache_messages
 from workbench.core.data.data_pipeline import image_cache_dir
-from workbench.core.data.dataset_scan import DatasetError, DatasetScan, scan_dataset
-from workbench.core.data.health.exclusion_list import apply_exclusions
+from workbench.core.data.dataset_scan import DatasetError, DatasetScan
 from workbench.core.data.image_cache import cache_path
+from workbench.core.data.training_scan import scan_for_run
 from workbench.core.data.transforms import train_source_size
 from workbench.core.runs.config import TrainConfig
-from workbench.core.runs.model_catalog import scratch_recipe
-from workbench.core.runs.model_defaults import defaults_for
+from workbench.core.runs.model_catalog import RECIPE_FIELDS, scratch_recipe
+from workbench.core.runs.model_defaults import defaults_for, recipe_words
 from workbench.core.runs.training_set_size import effective_batch_size, small_set_expectation
 
 # Images looked up in the cache to judge how much of a dataset it already holds.
@@ -24,24 +24,29 @@ CACHE_PROBES = 64
 
 
 def scan_for_training(config: TrainConfig) -> DatasetScan:
-    """Scan ``config.data_root`` and refuse what cannot be trained.
+    """Scan ``config.data_root`` as the Dataset tab shows it (``scan_for_run``: headers
+    checked, the health check's copies kept on one side, the exclusion list applied) and
+    refuse what cannot be trained.
 
     Raises:
         DatasetError: Fewer than 2 classes, no training or no validation images; the
             message names the folder (and the class) and what to add.
     """
-    scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
-    scan = apply_exclusions(scan, config.exclude_file)  # files the user chose to leave out
+    scan = scan_for_run(config.data_root, config.val_fraction, config.seed,
+                        cache_dir=config.cache_dir, exclude_file=config.exclude_file)
     if len(scan.class_names) < 2:
         found = ", ".join(f"'{name}'" for name in scan.class_names)
         raise DatasetError(f"{config.data_root}: needs at least 2 class folders, found "
                            f"{len(scan.class_names)} ({found}); a classifier tells classes "
                            "apart, so add a folder of images for each other class")
     if not scan.train:
-        raise DatasetError(f"{config.data_root}: no training images found")
+        raise DatasetError(f"{config.data_root}: no training images found"
+                           + (f" ({len(scan.left_out):,} left out by {config.exclude_file})"
+                              if scan.left_out else ""))
     if not scan.val:
-        raise DatasetError(f"{config.data_root}: no validation images; add a val/ folder or "
-                           "at least 2 images to a class for the automatic split")
+        raise DatasetError(f"{config.data_root}: no validation images: no class has 2 usable "
+                           "images to split; add a val/ folder, or at least 2 images to a "
+                           "class for the automatic split")
     return scan
 
 
@@ -73,7 +78,9 @@ def learning_rate_note(config: TrainConfig) -> str:
         default, whose = defaults_for(config.model).get("lr"), f"{config.model}'s default"
         measured = (", which beat the LR finder's suggestion on small real folders in the "
                     "recipe sweep" if config.model in MEASURED_RECIPES else "")
-    rate = f"Learning rate {config.lr:g} ({config.optimizer}, schedule {config.scheduler}"
+    words = recipe_words({name: getattr(config, name) for name in RECIPE_FIELDS},
+                         with_lr=False)
+    rate = f"Learning rate {config.lr:g} ({words}"
     if config.finetune == "head_then_full":
         rate += f"; the backbone at {config.backbone_lr_factor:g} x once it unfreezes"
     if default is not None and config.lr == default:

@@ -288,7 +288,7 @@ class ConfigForm(QWidget):
         self._update_problems()
         self._update_enabled_fields()
         self.cache_status.set_folder(self._config.cache_dir)
-        self.model_facts.show_model(self._config.model)
+        self.model_facts.show_model(self._config.model, self._config.weights)
         self.config_changed.emit(self._config)
 
     def _update_problems(self) -> None:

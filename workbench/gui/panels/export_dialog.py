@@ -4,9 +4,10 @@ The user ticks the formats (TorchScript, ONNX float32, ONNX INT8, ONNX float16) 
 each export runs in a child process started from the thread pool, one after the other, through
 ``workbench.core.models.deployment.export_and_measure``, and adds a row: file size, validation
 accuracy against float32's, top-1 agreement with float32, batch-1 latency, images/s, how the
-file was made and checked against the trained model ("verified: TorchScript, scripted; ..."
-or "ONNX opset 18; ...") and the verdict (an INT8 file that lost more than a point says NOT
-VERIFIED). *Save report* writes the run's HTML report, which carries the same table.
+file was made and checked against the trained model ("TorchScript, scripted; ..." or "ONNX
+opset 18; ..."). Each row says its one verdict first, beside the file's name (VERIFIED, or
+NOT VERIFIED with the reason: an INT8 file that lost more than a point); the columns after
+it are the details. *Save report* writes the run's HTML report, which carries the same table.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from workbench.core.models.export_formats import DEFAULT_FILE_NAMES, EXPORT_FORM
 from workbench.gui.workers.export_worker import export_and_measure_in_fresh_process
 from workbench.gui.workers.pool_tasks import FunctionTask
 
-COLUMNS = ("File", "Format", "Size", "Val accuracy", "Agreement with float32",
-           "Batch-1 latency", "Images/s (batch 32)", "How it was made and checked",
-           "Verdict")
+COLUMNS = ("File", "Verdict", "Format", "Size", "Val accuracy", "Agreement with float32",
+           "Batch-1 latency", "Images/s (batch 32)", "How it was made and checked")
+VERDICT_COLUMN = COLUMNS.index("Verdict")
+VERDICT_COLUMN_WIDTH = 260
 HOW_COLUMN = COLUMNS.index("How it was made and checked")
 HOW_COLUMN_WIDTH = 300
 DIALOG_WIDTH = 1240  # every column in view on a 1366 px screen
@@ -94,8 +96,10 @@ class ExportDialog(QDialog):
         self.table.verticalHeader().setVisible(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # How each file was checked runs to a sentence: wrapped in a column of its own width
-        # (the verdict takes what is left), so the verdict stays in view without scrolling.
+        # The verdict and how each file was checked run to a sentence: wrapped in columns of
+        # their own width, the verdict next to the file name so it is read first.
+        header.setSectionResizeMode(VERDICT_COLUMN, QHeaderView.ResizeMode.Interactive)
+        self.table.setColumnWidth(VERDICT_COLUMN, VERDICT_COLUMN_WIDTH)
         header.setSectionResizeMode(HOW_COLUMN, QHeaderView.ResizeMode.Interactive)
         self.table.setColumnWidth(HOW_COLUMN, HOW_COLUMN_WIDTH)
         self.table.setWordWrap(True)
@@ -181,10 +185,11 @@ class ExportDialog(QDialog):
             row = self.table.rowCount()
             self.table.insertRow(row)
             self.table.setItem(row, 0, QTableWidgetItem(DEFAULT_FILE_NAMES[name]))
-            self.table.setItem(row, 1, QTableWidgetItem(name))
-            failed = QTableWidgetItem(f"failed: {message}")
+            self.table.setItem(row, COLUMNS.index("Format"), QTableWidgetItem(name))
+            failed = QTableWidgetItem(f"NOT WRITTEN: {message}")
             failed.setForeground(QColor("#b00020"))
-            self.table.setItem(row, len(COLUMNS) - 1, failed)
+            failed.setToolTip(message)
+            self.table.setItem(row, VERDICT_COLUMN, failed)
             self._next()
             return
         self._set_busy(False)
@@ -198,17 +203,17 @@ class ExportDialog(QDialog):
     def _add_row(self, figures, verification: str) -> None:
         row = self.table.rowCount()
         self.table.insertRow(row)
-        cells = (Path(figures.path).name, figures.export_format,
+        cells = (Path(figures.path).name, figures.verdict, figures.export_format,
                  f"{figures.size_bytes / 2**20:.2f} MiB", _percent(figures.val_accuracy, 1)
                  + ("" if figures.float32_val_accuracy is None else
                     f" (float32 {_percent(figures.float32_val_accuracy, 1)})"),
                  _percent(figures.top1_agreement, 1),
                  f"{figures.latency_ms_median:.2f} ms (p95 {figures.latency_ms_p95:.2f})",
-                 f"{figures.images_per_second:,.0f}", verification, figures.verdict)
+                 f"{figures.images_per_second:,.0f}", verification)
         for column, text in enumerate(cells):
             item = QTableWidgetItem(text)
             item.setToolTip(text)
-            if column == len(cells) - 1:
+            if column == VERDICT_COLUMN:
                 item.setForeground(QColor("#1b7a1b" if figures.verified else "#b00020"))
             self.table.setItem(row, column, item)
         self.table.resizeRowToContents(row)  # a NOT VERIFIED verdict runs to three lines

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.core.models.export_formats import DEFAULT_FILE_NAMES
 from workbench.core.runs.events import EpochEnd, RunEnd, RunStart
 from workbench.core.runs.predictions_file import read_predictions
 from workbench.core.runs.run_folder import BEST_MODEL
@@ -194,7 +195,7 @@ class ResultsPanel(QWidget):
     def ask_export_path(self, export_format: str = "torchscript") -> str:
         """Ask where to write the export ('' when cancelled)."""
         onnx = export_format == "onnx"
-        name = "model.onnx" if onnx else "model_torchscript.pt"
+        name = DEFAULT_FILE_NAMES["onnx" if onnx else "torchscript"]
         start = str(Path(self._run_dir) / name) if self._run_dir else ""
         path, _ = QFileDialog.getSaveFileName(
             self, "Export ONNX model" if onnx else "Export TorchScript model", start,
@@ -229,7 +230,8 @@ class ResultsPanel(QWidget):
 
     def _on_export_done(self, result: ExportResult) -> None:
         self.export_label.setText(
-            f"Exported {result.path}\n{result.verification}; {len(result.class_names)} "
+            f"VERIFIED: exported {result.path}\n{result.verification}; "
+            f"{len(result.class_names)} "
             f"classes, input {result.input_size} px, {result.seconds:.1f} s"
         )
         self.export_finished.emit(result)

@@ -27,9 +27,9 @@ class TrainingControls(QWidget):
         self.stop_button = QPushButton("Stop", self)
         self.keep_best_button = QPushButton("Stop and keep best", self)
         self.keep_best_button.setObjectName("keepBestButton")
-        # One line beside the buttons, however long the problem (a path can be); the tooltip
-        # lists every problem.
-        self.problem_label = ElidedLabel("", self)
+        # Two lines at most beside the buttons, however long the problem (a path can be), cut
+        # after a word; the tooltip lists every problem.
+        self.problem_label = ElidedLabel("", self, max_lines=2)
         self.problem_label.setObjectName("startProblems")
         self.weights_offer = WeightsDownloadOffer(self)
         # One row, whatever it shows: the plots below keep their height.

@@ -9,6 +9,8 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import QWidget
 
+from workbench.core.file_names import shown_name
+
 TRAIN_COLOUR = "#3b82c4"
 VAL_COLOUR = "#e69b3a"
 BAR_HEIGHT = 0.38
@@ -110,5 +112,7 @@ class ClassCountsChart(pg.PlotWidget):
 
 
 def _short(name: str) -> str:
-    """Class names on the axis are cut, so one long name does not squeeze the bars."""
+    """Class names on the axis are cut, so one long name does not squeeze the bars; a name
+    with bytes that are not UTF-8 is shown escaped (Qt would drop them)."""
+    name = shown_name(name)
     return name if len(name) <= MAX_LABEL_CHARS else name[: MAX_LABEL_CHARS - 1] + "…"

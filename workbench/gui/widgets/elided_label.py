@@ -1,5 +1,5 @@
 """A label that never widens its window: it shows one line (or up to ``max_lines``, wrapped),
-long text is cut with an ellipsis, and the whole text is in its tooltip.
+long text is cut after a whole word with an ellipsis, and the whole text is in its tooltip.
 
 A plain ``QLabel`` asks its layout for the width of its whole text, so a long error message
 (thousands of characters) can make a window wider than the screen, with no way back.
@@ -8,11 +8,38 @@ A plain ``QLabel`` asks its layout for the width of its whole text, so a long er
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent, QResizeEvent, QTextLayout, QTextOption
+from PySide6.QtGui import (
+    QFontMetrics,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+    QTextLayout,
+    QTextOption,
+)
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 MINIMUM_WIDTH = 40
 PREFERRED_WIDTH = 400
+ELLIPSIS = "\u2026"
+
+
+def elide_at_word(text: str, metrics: QFontMetrics, width: int) -> str:
+    """``text`` as it fits in ``width`` pixels on one line: whole, or cut after its last word
+    that fits, with '…' ("choose an image folder" becomes "choose an…", never "choose an
+    im…"). A first word too long for the line is cut where it must be."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    ends = [index for index in range(1, len(text)) if text[index] == " " and
+            text[index - 1] != " "]
+    low, high, best = 0, len(ends) - 1, ""
+    while low <= high:  # the longest run of whole words that fits with the ellipsis
+        middle = (low + high) // 2
+        candidate = text[:ends[middle]].rstrip(" ,;:") + ELLIPSIS
+        if metrics.horizontalAdvance(candidate) <= width:
+            best, low = candidate, middle + 1
+        else:
+            high = middle - 1
+    return best or metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
 
 
 class ElidedLabel(QLabel):
@@ -55,7 +82,7 @@ class ElidedLabel(QLabel):
         metrics, width = self.fontMetrics(), max(0, width)
         if self.max_lines <= 1:
             first_line = self.text().split("\n", 1)[0]
-            return [metrics.elidedText(first_line, Qt.TextElideMode.ElideRight, width)]
+            return [elide_at_word(first_line, metrics, width)]
         text = self.text().replace("\n", "\u2028")  # Qt's line separator breaks a line
         layout = QTextLayout(text, self.font())
         option = QTextOption()
@@ -71,7 +98,7 @@ class ElidedLabel(QLabel):
             start, length = line.textStart(), line.textLength()
             if len(lines) == self.max_lines - 1 and start + length < len(text):
                 rest = text[start:].replace("\u2028", " ")
-                lines.append(metrics.elidedText(rest, Qt.TextElideMode.ElideRight, width))
+                lines.append(elide_at_word(rest, metrics, width))
             else:
                 lines.append(text[start:start + length].rstrip("\u2028 "))
         layout.endLayout()

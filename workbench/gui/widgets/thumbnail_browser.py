@@ -292,10 +292,12 @@ class ThumbnailBrowser(QListView):
         self.setWrapping(True)
         self._thumbnail_size = thumbnail_size
         self._set_cell_size(thumbnail_size)
-        # Two rows at least: one row of a few images reads as a strip, not as a browser. On a
-        # small screen the tiles shrink (down to MINIMUM_THUMBNAIL_SIZE) to keep two rows.
+        # Two rows where there is room: one row of a few images reads as a strip, not as a
+        # browser. On a small screen the tiles shrink (down to MINIMUM_THUMBNAIL_SIZE) to keep
+        # two rows; squeezed further (the health findings below a 768 px screen need the
+        # height), one row of small tiles is the least it asks for.
         small = min(thumbnail_size, MINIMUM_THUMBNAIL_SIZE)
-        self.setMinimumHeight(MINIMUM_ROWS * self._row_height(small) + 2 * self.frameWidth())
+        self.setMinimumHeight(self._row_height(small) + 2 * self.frameWidth())
         self.setSpacing(0)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setSelectionMode(QListView.SelectionMode.SingleSelection)

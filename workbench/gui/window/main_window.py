@@ -151,8 +151,9 @@ class MainWindow(QMainWindow):
         self.dataset_panel = DatasetPanel()
         self.plots = TrainingPlots()
         self.dataset_panel.set_recent_folders(self._settings.recent_folders())
-        self.dataset_panel.set_scan_options(self.config_form.config().val_fraction,
-                                            self.config_form.config().seed)
+        config = self.config_form.config()
+        self.dataset_panel.set_scan_options(config.val_fraction, config.seed, config.cache_dir,
+                                            config.exclude_file)
         self.dataset_page.layout().addWidget(self.dataset_panel)
         self.plots_page.layout().addWidget(self.plots)
         self.dataset_placeholder.hide()
@@ -365,7 +366,8 @@ class MainWindow(QMainWindow):
     def _on_config_changed(self, config: TrainConfig) -> None:
         self.preview_panel.set_config(config)
         if self.dataset_panel is not None:
-            self.dataset_panel.set_scan_options(config.val_fraction, config.seed)
+            self.dataset_panel.set_scan_options(config.val_fraction, config.seed,
+                                                config.cache_dir, config.exclude_file)
         if not self.controller.is_running():
             self.device_tools.check_memory(config)
         self._update_controls()

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.gui.widgets.vertical_scroll_area import VerticalScrollArea
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ def build_main_layout(*, preview_panel: QWidget, device_panel: QWidget, config_f
     dataset_page, dataset_placeholder = _placeholder_page("Loading\u2026")
     plots_page, plots_placeholder = _placeholder_page("Loading plots\u2026")
     left_tabs = QTabWidget()
-    left_tabs.addTab(dataset_page, "Dataset")
+    left_tabs.addTab(VerticalScrollArea(dataset_page), "Dataset")
     left_tabs.addTab(preview_panel, "Preview")
     left_tabs.addTab(log_panel, "Log")
     settings_page = QWidget()
@@ -46,12 +55,17 @@ def build_main_layout(*, preview_panel: QWidget, device_panel: QWidget, config_f
     settings_scroll = QScrollArea()
     settings_scroll.setWidgetResizable(True)
     settings_scroll.setWidget(settings_page)
-    training_tab = QWidget()
-    training_layout = QVBoxLayout(training_tab)
+    training_content = QWidget()
+    training_layout = QVBoxLayout(training_content)
     training_layout.setContentsMargins(0, 0, 0, 0)
     training_layout.setSpacing(0)
     training_layout.addWidget(status_panel)  # its height follows its text: nothing is clipped
     training_layout.addWidget(plots_page, 1)
+    training_tab = QWidget()  # a banner can go above the scrolling content
+    tab_layout = QVBoxLayout(training_tab)
+    tab_layout.setContentsMargins(0, 0, 0, 0)
+    tab_layout.setSpacing(0)
+    tab_layout.addWidget(VerticalScrollArea(training_content), 1)
     right_tabs = QTabWidget()
     right_tabs.setUsesScrollButtons(True)  # more tabs than fit scroll rather than widen it
     right_tabs.addTab(settings_scroll, "Settings")

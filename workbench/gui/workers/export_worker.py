@@ -41,7 +41,7 @@ def export_in_fresh_process(model_file: str, out_path: str, export_format: str) 
     from workbench.core.models.export import ExportResult
 
     report = _child_report(model_file, out_path, export_format)
-    return ExportResult(**report["result"])
+    return ExportResult.from_dict(report["result"])
 
 
 def export_and_measure_in_fresh_process(model_file: str, out_path: str,

@@ -3,6 +3,8 @@ disk; a missing list is a clear config problem; the list is never written into t
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.core.data.health.conftest import folder_snapshot
@@ -59,3 +61,20 @@ def test_absolute_and_relative_lines_and_comments_are_read(tmp_path):
     listed.write_text(f"# a comment\ncat/a.png\n\n{tmp_path / 'elsewhere' / 'b.png'}\n")
     assert read_exclusion_file(listed, str(tmp_path / "data")) == {
         str(tmp_path / "data" / "cat" / "a.png"), str(tmp_path / "elsewhere" / "b.png")}
+
+
+def test_any_name_round_trips_and_old_or_handmade_lists_read_as_before(tmp_path):
+    root = tmp_path / "data"
+    names = [b"cat/new\nline.png", b"cat/bad\xfe.png", b"cat/#1.png", b'cat/"q".png',
+             b"cat/ space.png", b"cat/plain.png"]
+    files = [os.fsdecode(os.path.join(os.fsencode(root), name)) for name in names]
+    written = write_exclusion_file(tmp_path / "list.txt", str(root), files)
+    entries = [line for line in written.read_text(encoding="utf-8").split("\n")
+               if line and not line.startswith("#")]
+    assert len(entries) == len(names)  # one line a name, valid UTF-8
+    assert read_exclusion_file(written, str(root)) == set(files)
+
+    # A list made by hand or by ``find`` (raw bytes, plain lines, CRLF) names the same files.
+    handmade = tmp_path / "find.txt"
+    handmade.write_bytes(b"cat/bad\xfe.png\r\n  cat/plain.png  \n# a comment\n")
+    assert read_exclusion_file(handmade, str(root)) == {files[1], files[5]}

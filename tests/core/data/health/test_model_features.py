@@ -3,6 +3,7 @@ kept during the best epoch's evaluation (no second pass) and written beside pred
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -15,9 +16,13 @@ from workbench.core.data.health.model_features import (
     FEATURE_FINDINGS_FILE,
     feature_findings,
     read_feature_findings,
+    write_feature_findings,
 )
 from workbench.core.models.building import SmallCNN
-from workbench.core.models.prediction_records import PredictionCollector
+from workbench.core.models.prediction_records import (
+    PredictionCollector,
+    write_best_feature_findings,
+)
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.events import Callback
 from workbench.core.training.engine import train
@@ -92,13 +97,83 @@ def run_with_a_copy(tmp_path_factory):
     return data, original, copy, Path(end.run_dir)
 
 
-def test_a_run_writes_what_its_features_found(run_with_a_copy):
-    data, original, copy, run_dir = run_with_a_copy
+def test_a_weak_run_writes_why_its_features_found_nothing(run_with_a_copy):
+    # Two epochs from random weights: far below the rule, so the renamed copy is not listed
+    # and the file says why, with the run's own best validation accuracy.
+    data, _original, _copy, run_dir = run_with_a_copy
     report = read_feature_findings(run_dir)
     assert report is not None and report.report_path == str(run_dir / FEATURE_FINDINGS_FILE)
     assert report.images == 4 * 4 + 1 and report.root == str(data)
+    best = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert best["best_val_accuracy"] < 0.625  # 4 classes: half-way from chance to all right
+    assert report.findings == []
+    assert f"right on {best['best_val_accuracy']:.1%} of the validation images of 4 classes" \
+        in report.withheld
+
+
+def test_a_strong_models_features_are_written_with_their_findings(tmp_path):
+    # Every image predicted right; image 2 is a renamed copy of image 0 (the same features).
+    samples = [(f"/data/{c}/{i}.png", label) for i, (c, label) in
+               enumerate([("a", 0), ("b", 1), ("a", 0), ("b", 1), ("a", 0), ("b", 1)])]
+    collector = PredictionCollector(crops=1, strategy="average_logits")
+    head = torch.nn.Identity()
+    watching = collector.watch_head(head)
+    rng = np.random.default_rng(2)
+    features = torch.tensor(rng.normal(0, 1, (6, 8)), dtype=torch.float32)
+    features[2] = features[0]
+    head(features)
+    labels = torch.tensor([label for _, label in samples])
+    collector.add(torch.nn.functional.one_hot(labels, 2).float() * 5, labels)
+    watching.remove()
+    assert collector.accuracy() == 1.0
+
+    assert write_best_feature_findings(collector, tmp_path, samples, ["a", "b"], "/data") is None
+    report = read_feature_findings(tmp_path)
+    assert report is not None and report.withheld == ""
     near = report.finding("model_near_duplicate")
-    assert near is not None
-    assert any({str(original), str(copy)} <= set(item.files) for item in near.items)
-    val = {str(p) for p in (data / "val").rglob("*.png")}
-    assert all(set(item.files) <= val for f in report.findings for item in f.items)
+    assert near is not None and [item.files for item in near.items] == [
+        ("/data/a/0.png", "/data/a/2.png")]
+
+def test_a_model_below_the_accuracy_rule_gets_one_line_instead_of_findings(tmp_path):
+    # The same known-answer features as above, which hold a near-duplicate pair and an
+    # outlier: from a model right on 48.8% of 4 classes they are withheld, with the reason.
+    rng = np.random.default_rng(0)
+    features = clustered_features(rng)
+    features[5] = features[3] * 1.01 + 0.001
+    labels = [0] * 12 + [1] * 12
+    paths = [f"/data/{'ab'[label]}/{i}.png" for i, label in enumerate(labels)]
+    names = ["a", "b", "c", "d"]
+
+    # Half-way from chance (1/4) to every image right: 0.25 + 0.5 * 0.75 = 62.5%.
+    weak = feature_findings(paths, labels, names, features, root="/data", accuracy=0.488)
+    assert weak.findings == []
+    assert weak.withheld.startswith("Model findings withheld: the best model is right on "
+                                    "48.8% of the validation images of 4 classes (chance 25%); "
+                                    "below 62.5%")
+    assert feature_findings(paths, labels, names, features, accuracy=0.62).withheld
+    strong = feature_findings(paths, labels, names, features, root="/data", accuracy=0.625)
+    assert strong.withheld == "" and strong.finding("model_near_duplicate") is not None
+    # Ten classes: chance is 10%, so 0.1 + 0.5 * 0.9 = 55% is enough.
+    ten = [str(i) for i in range(10)]
+    assert feature_findings(paths, labels, ten, features, accuracy=0.55).withheld == ""
+    assert "below 55.0%" in feature_findings(paths, labels, ten, features, accuracy=0.54).withheld
+
+    write_feature_findings(weak, tmp_path)  # read back as the panel and the report read it
+    again = read_feature_findings(tmp_path)
+    assert again is not None and again.findings == [] and again.withheld == weak.withheld
+    html = run_report_section(tmp_path)
+    assert weak.withheld in html and "found no near duplicate" not in html
+
+
+def run_report_section(folder: Path) -> str:
+    from workbench.core.runs.run_report import _model_findings_section
+
+    return _model_findings_section(folder)
+
+
+def test_the_collector_measures_the_accuracy_the_rule_reads():
+    # Three decoded images, two predicted right, and one that failed to decode (label -1).
+    collector = PredictionCollector(crops=1, strategy="average_logits")
+    logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 1.0], [5.0, 0.0, 0.0]])
+    collector.add(logits, torch.tensor([0, 2, 2, -1]))
+    assert collector.accuracy() == pytest.approx(2 / 3)

@@ -70,7 +70,9 @@ def test_five_crop_shows_five_model_size_crops_for_train_and_val(qtbot, panel, p
     colour = top_left.pixelColor(40, 40)
     assert colour.red() > 180 and colour.green() < 120
     status = panel.status_label.text()
-    assert status.startswith("5 crops of 224x224 from a 640x480 image resized to 256")
+    # 640x480 with its short side at 256: 640 * 256 / 480 = 341.3, so 341x256.
+    assert status.startswith("5 crops of 224x224 from the 640x480 image resized to 341x256 "
+                             "(256 on the short side), ")
     assert status.endswith(" ms")
     assert panel.error_label.isHidden()
 
@@ -110,6 +112,22 @@ def test_settings_the_preview_does_not_depend_on_keep_it(qtbot, panel, photo):
     assert panel.preview() is preview
     assert panel.config().lr == 0.5
     assert panel.status_label.text().startswith("5 crops of 224x224")
+
+
+def test_the_status_line_says_the_size_each_split_really_cuts_from(qtbot, panel, tmp_path):
+    # A 275x198 image at resize 96, crop 80: validation resizes it to 96 on the short side,
+    # 275 * 96 / 198 = 133.3, so 133x96; training's random crop cuts the original, since its
+    # smallest box (8% of the area at ratio 3/4) would need a copy of 80 / sqrt(0.08 * 0.75)
+    # = 327 px on the short side, larger than the image itself.
+    path = tmp_path / "wide.png"
+    Image.new("RGB", (275, 198), (90, 120, 30)).save(path)
+    show_preview(qtbot, panel, config(crop_mode="standard", resize_size=96, crop_size=80),
+                 path)
+    status = panel.status_label.text()
+    assert status.startswith("1 random crop of 80x80 cut from the 275x198 image for training; "
+                             "validation: the centre 80x80 of the image resized to 133x96 (96 "
+                             "on the short side), "), status
+    assert status.endswith(" ms")
 
 
 def test_standard_mode_shows_one_random_crop_and_one_center_crop(qtbot, panel, photo):
@@ -189,7 +207,7 @@ def test_new_draw_shows_new_random_augmentations_of_the_training_crop(qtbot, pan
     assert len(panel.train_view.tiles) == 2
     assert panel.train_view.tiles[1].caption_label.text().startswith("2 · after mixup: ")
     assert panel.train_view.tiles[1].caption_label.text().endswith("green/leaf.png")
-    assert panel.status_label.text().startswith("1 crop of 224x224")
+    assert panel.status_label.text().startswith("1 random crop of 224x224")
     shown = panel.train_view.tiles[0].image_label.pixmap().toImage()
 
     with qtbot.waitSignal(panel.preview_ready, timeout=PREVIEW_TIMEOUT_MS) as blocker:

@@ -75,9 +75,11 @@ def test_export_onnx_from_the_results_tab(qtbot, panel, tmp_path, monkeypatch):
     assert result.method.startswith("onnx") and result.subprocess_max_abs_diff <= 1e-4
     # Only the fresh onnxruntime process checked the file: the label claims nothing else.
     assert result.max_abs_diff is None
+    # The verdict first, then how the file was made and checked.
+    assert panel.export_label.text().startswith(f"VERIFIED: exported {out}\n")
     assert (f"ONNX opset 18; max |difference| from the trained model: "
             f"{result.subprocess_max_abs_diff:.2e} "
-            "with onnxruntime in a fresh process;") in panel.export_label.text()
+            "with onnxruntime in a fresh process, within tolerance ") in panel.export_label.text()
     assert "reloaded here" not in panel.export_label.text()
     qtbot.waitUntil(lambda: not panel.is_exporting())
 

@@ -58,6 +58,7 @@ def test_two_selected_runs_overlay_in_two_colours(qtbot, panel):
     assert shown.args[0] in (1, 2)
     diff = panel.config_diff.toPlainText()
     assert "epochs" in diff and "lr" in diff and "batch_size" not in diff
+    assert "validated on different images" not in diff  # one val/ folder: one split
     assert not panel.open_button.isEnabled()  # open, resume and export take one run
 
 
@@ -73,4 +74,27 @@ def test_one_run_can_be_opened_resumed_and_exported(qtbot, panel):
         qtbot.mouseClick(panel.export_button, Qt.MouseButton.LeftButton)
     assert opened.args == [run.run_dir]
     assert resumed.args[0].endswith("last.pt") and exported.args[0].endswith("best_model.pt")
+    qtbot.waitUntil(lambda: not panel.is_busy())
+
+
+def test_runs_on_different_splits_are_said_to_be_before_their_differences(qtbot, tmp_path):
+    import json
+
+    for name, seed, fingerprint in (("seed0", 0, "0123456789ab"), ("seed1", 1, "ba9876543210")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(
+            {"config": {"model": "small_cnn", "seed": seed}, "created": f"2026-12-06T1{seed}:00",
+             "dataset": {"split_fingerprint": fingerprint}}))
+    panel = RunsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    with qtbot.waitSignal(panel.runs_listed, timeout=TIMEOUT_MS):
+        panel.set_output_dir(str(tmp_path))
+    panel.table.selectAll()
+    qtbot.waitUntil(lambda: len(panel.selected_runs()) == 2)
+    qtbot.waitUntil(lambda: "seed" in panel.config_diff.toPlainText())
+    lines = panel.config_diff.toPlainText().splitlines()
+    assert lines[0].startswith("These runs validated on different images (split seed1: "
+                               "ba9876543210, seed0: 0123456789ab)")
+    assert lines[2:] == ["seed", "    seed1: 1", "    seed0: 0"]
     qtbot.waitUntil(lambda: not panel.is_busy())

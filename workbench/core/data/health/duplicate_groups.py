@@ -1,8 +1,24 @@
-"""Group images with the same pixels, and images whose perceptual hashes are close.
+"""Group images with the same pixels, and images that are the same picture.
 
-Near duplicates are found by comparing every pair of 64-bit perceptual hashes (imagehash's
-``phash``: the DCT of a 32x32 grey copy, one bit a coefficient above the median). Pairs within
-``NEAR_DUPLICATE_BITS`` differing bits are joined, and groups are the connected components.
+Two images are near duplicates ("the same picture") when both of two tests agree:
+
+- their 64-bit perceptual hashes (imagehash's ``phash``: the DCT of a 32x32 grey copy, one bit
+  a coefficient above the median) differ by at most ``NEAR_DUPLICATE_BITS`` bits, which finds
+  the candidates among all pairs cheaply;
+- their 16 px grey thumbnails correlate (Pearson) at least ``SAME_PICTURE_CORRELATION``,
+  taking the best of the whole thumbnails and of one against the other's centre (a crop of a
+  few percent lines up with the centre). For a pair with little fine detail (``thumbnail
+  detail`` below ``DETAILED``: upscaled scans, soft pictures), the hash alone says little (all
+  1,797 of scikit-learn's 8x8 digit scans lie within a few chains of 10 bits), so the bar is
+  ``SMOOTH_CORRELATION``.
+
+Thumbnails that correlate at least ``THUMBNAIL_ONLY_CORRELATION`` are copies whatever their
+hashes (line art whose hash a re-encoding moves), in folders of up to
+``THUMBNAIL_SEARCH_LIMIT`` images.
+
+A group is images that are each the same picture as every other member (complete linkage),
+never a chain of pairs whose ends have nothing in common. Measured by ``python -m
+workbench.bench.health_benchmark`` on real sets (README, Data health).
 """
 
 from __future__ import annotations
@@ -11,17 +27,46 @@ from collections import defaultdict
 
 import numpy as np
 
-from workbench.core.data.health.image_facts import ImageFacts
+from workbench.core.data.health.image_facts import (
+    FAINT_SPREAD,
+    FINE_SIDE,
+    ImageFacts,
+    colour_pixels,
+    thumbnail_pixels,
+)
 
-# Measured on generated scenes (distinct_image, 200 at 64 and 96 px): copies re-encoded at JPEG
-# quality 30 differ from their original by at most 6 bits, resized to half by 4, cropped by 2%
-# of each side by 10, brightened by 25% by 10 (99th percentiles 4, 2, 10, 8); no two of 400
-# distinct scenes differ by fewer than 14. The health benchmark measures precision and recall.
-NEAR_DUPLICATE_BITS = 10
+# The candidates' hash distance. On the real sets re-encoded (JPEG quality 75), resized and
+# 3%-cropped copies lie within 12 bits 0.87..1.00 of the time; distinct digit scans (8x8, upscaled)
+# as close as 0 bits, which the thumbnails below tell apart.
+NEAR_DUPLICATE_BITS = 12
+# Thumbnail correlation of a pair with detail (photographs, drawings): re-encoded copies of
+# 32 px photo patches reach 0.95 in 0.84 of pairs, no distinct photo patch pair does.
+SAME_PICTURE_CORRELATION = 0.95
+# ... and of a pair with little detail: distinct 28 px digit scans reach 0.99 in 0.3% of
+# their candidate pairs (0.98 in 3%), their re-encoded copies all reach it.
+SMOOTH_CORRELATION = 0.99
+# Laplacian variance over variance of the 16 px thumbnail above which a picture has detail
+# (digit scans 0.12..0.62, photo patches median 0.96).
+DETAILED = 1.0
+# Correlation at 48 px that two faint pictures (16 px spread below 8 grey levels: thin line
+# art) must reach: openclipart's stars of 35, 38 and 41 points correlate 0.995 at 16 px, 0.98
+# to 0.99 at 32 px and 0.93 to 0.95 at 48 px, where a JPEG re-encoding of one keeps 0.99 (60
+# random star pairs: up to 0.97; their re-encodings 0.983 or more in 95%).
+FINE_CORRELATION = 0.97
+# Mean chromaticity difference ((r, g, b) / (r + g + b), L1, over a 4x4 colour thumbnail) up to
+# which two pictures have the same colours: the same arrow in red and in blue, flags that share
+# a layout, a green and an orange LED are not copies (clip art); brightness does not move it.
+SAME_COLOURS = 0.05
+# Up to this many images, pairs whose whole thumbnails correlate at least
+# THUMBNAIL_ONLY_CORRELATION are copies too, whatever their hashes: the hash of thin line art
+# (a star of a few strokes) moves 19..26 bits under JPEG re-encoding while its thumbnail keeps
+# 0.995. Without the hash's word the bar is the smooth one: at 0.95 overlapping patches of a
+# periodic brick wall pass (5% of the textures set). One matrix product of N x 256
+# thumbnails: about a second for 6,000 images.
+THUMBNAIL_SEARCH_LIMIT = 20_000
+THUMBNAIL_ONLY_CORRELATION = 0.99
 # Rows of hashes compared against all others at once (memory: rows x images bytes).
 _CHUNK = 1024
-
-
 def exact_groups(facts: list[ImageFacts]) -> list[list[str]]:
     """Paths with the same decoded pixels, groups of two or more, each sorted."""
     by_digest: dict[str, list[str]] = defaultdict(list)
@@ -31,15 +76,130 @@ def exact_groups(facts: list[ImageFacts]) -> list[list[str]]:
     return sorted(sorted(paths) for paths in by_digest.values() if len(paths) > 1)
 
 
-def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS) -> list[list[str]]:
-    """Connected groups of images whose perceptual hashes differ by at most ``max_bits`` bits
-    (exact duplicates included), groups of two or more, each sorted."""
+def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
+                ) -> list[list[str]]:
+    """Groups of two or more images that are each the same picture as every other member
+    (exact duplicates included), each sorted."""
     hashed = [item for item in facts if item.phash]
     if len(hashed) < 2:
         return []
     hashes = np.array([int(item.phash, 16) for item in hashed], dtype=np.uint64)
-    groups = connected_groups(len(hashed), _close_pairs(hashes, max_bits))
+    thumbnails: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def same(first: int, second: int) -> bool:
+        if hashed[first].pixel_digest == hashed[second].pixel_digest:
+            return True
+        return same_picture(_thumbnails(hashed, first, thumbnails),
+                            _thumbnails(hashed, second, thumbnails)) \
+            and same_colours(hashed[first], hashed[second]) \
+            and same_fine_picture(hashed[first], hashed[second])
+
+    pairs = {pair for pair in _close_pairs(hashes, max_bits) if same(*pair)}
+    if len(hashed) <= THUMBNAIL_SEARCH_LIMIT:
+        pairs |= {pair for pair in _correlated_pairs(hashed)
+                  if same_colours(hashed[pair[0]], hashed[pair[1]])
+                  and same_fine_picture(hashed[pair[0]], hashed[pair[1]])}
+    groups = tight_groups(len(hashed), sorted(pairs))
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
+
+
+def picture_correlation(first: ImageFacts, second: ImageFacts) -> float:
+    """The thumbnails' correlation of two images, the best alignment of the three."""
+    return _aligned_correlation(_thumbnails([first, second], 0, {}),
+                                _thumbnails([first, second], 1, {}))
+
+
+def _aligned_correlation(first: tuple[np.ndarray, np.ndarray],
+                         second: tuple[np.ndarray, np.ndarray]) -> float:
+    whole, inset = first
+    other_whole, other_inset = second
+    return max(_correlation(whole, other_whole), _correlation(inset, other_whole),
+               _correlation(whole, other_inset))
+
+
+def same_picture(first: tuple[np.ndarray, np.ndarray],
+                 second: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether two (thumbnail, centre thumbnail) pairs show the same picture."""
+    whole, other_whole = first[0], second[0]
+    correlation = _aligned_correlation(first, second)
+    detailed = min(thumbnail_detail(whole), thumbnail_detail(other_whole)) >= DETAILED
+    return correlation >= (SAME_PICTURE_CORRELATION if detailed else SMOOTH_CORRELATION)
+
+
+def same_fine_picture(first: ImageFacts, second: ImageFacts) -> bool:
+    """Whether two images whose 16 px thumbnails are faint (thin line art) correlate at least
+    ``FINE_CORRELATION`` at 48 px; True when neither is faint."""
+    # Only a picture with more pixels than the 48 px thumbnail can hide detail from the 16 px
+    # one: a faint 32 px photo patch is faint at every size (its copies keep the 16 px rule).
+    faint = any(item.thumbnail and min(item.width, item.height) >= FINE_SIDE
+                and float(thumbnail_pixels(item.thumbnail).std()) < FAINT_SPREAD
+                for item in (first, second))
+    if not faint:
+        return True
+    if not first.fine_thumbnail or not second.fine_thumbnail:
+        return False  # one faint, the other far from it: not the same picture
+    return _correlation(thumbnail_pixels(first.fine_thumbnail),
+                        thumbnail_pixels(second.fine_thumbnail)) >= FINE_CORRELATION
+
+
+def same_colours(first: ImageFacts, second: ImageFacts) -> bool:
+    """Whether two images have the same colours where they are (``SAME_COLOURS``); images
+    measured before colours were kept count as the same."""
+    if not first.colours or not second.colours:
+        return True
+    return colour_difference(colour_pixels(first.colours),
+                             colour_pixels(second.colours)) <= SAME_COLOURS
+
+
+def colour_difference(first: np.ndarray, second: np.ndarray) -> float:
+    """Mean L1 difference of the chromaticities (r, g, b) / (r + g + b) of two colour
+    thumbnails; 10 is added to each channel so that near-black cells count as grey."""
+    def chromaticity(pixels: np.ndarray) -> np.ndarray:
+        lifted = pixels + 10.0
+        return lifted / lifted.sum(axis=-1, keepdims=True)
+
+    return float(np.abs(chromaticity(first) - chromaticity(second)).sum(axis=-1).mean())
+
+
+def thumbnail_detail(pixels: np.ndarray) -> float:
+    """Variance of the Laplacian over the variance of a thumbnail (0 for a flat one)."""
+    variance = float(pixels.var())
+    if variance < 1e-6:
+        return 0.0
+    laplacian = (pixels[1:-1, :-2] + pixels[1:-1, 2:] + pixels[:-2, 1:-1] + pixels[2:, 1:-1]
+                 - 4.0 * pixels[1:-1, 1:-1])
+    return float(laplacian.var()) / variance
+
+
+def tight_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """Groups of two or more of ``count`` items in which every two members are a pair of
+    ``pairs`` (complete linkage), each in index order; an item is in one group at most.
+
+    Greedy: the item with the most pairs starts a group, and its partners join, those sharing
+    the most partners with it first, when they pair with every member so far. A~B, B~C
+    without A~C gives {A, B} or {B, C}, never {A, B, C}.
+    """
+    partners: dict[int, set[int]] = defaultdict(set)
+    for first, second in pairs:
+        if first != second:
+            partners[first].add(second)
+            partners[second].add(first)
+    left = set(partners)
+    groups = []
+    while left:
+        seed = min(left, key=lambda i: (-len(partners[i] & left), i))
+        group = [seed]
+        near = partners[seed] & left
+        # Partners that share the most partners with the seed first: the dense core joins
+        # before a bridge to another group does.
+        joining = sorted(near, key=lambda i: (-len(partners[i] & near), i))
+        for candidate in joining:
+            if all(candidate in partners[member] for member in group):
+                group.append(candidate)
+        left -= set(group)
+        if len(group) > 1:
+            groups.append(sorted(group))
+    return sorted(groups)
 
 
 def connected_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
@@ -52,6 +212,49 @@ def connected_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]
     for index in range(count):
         members[_find(parent, index)].append(index)
     return [group for group in members.values() if len(group) > 1]
+
+
+def _thumbnails(hashed: list[ImageFacts], index: int,
+                cache: dict[int, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if index not in cache:
+        item = hashed[index]
+        if item.thumbnail and item.inset_thumbnail:
+            cache[index] = (thumbnail_pixels(item.thumbnail),
+                            thumbnail_pixels(item.inset_thumbnail))
+        else:
+            cache[index] = (np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32))
+    return cache[index]
+
+
+def _correlated_pairs(hashed: list[ImageFacts]) -> set[tuple[int, int]]:
+    """(i, j), i < j, whose whole thumbnails correlate at least THUMBNAIL_ONLY_CORRELATION."""
+    usable = [i for i, item in enumerate(hashed) if item.thumbnail]
+    if len(usable) < 2:
+        return set()
+    rows = np.stack([thumbnail_pixels(hashed[i].thumbnail).ravel() for i in usable])
+    rows -= rows.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(rows, axis=1)
+    flat = norms < 1e-3
+    rows /= np.where(flat, 1.0, norms)[:, None]
+    rows[flat] = 0.0  # a flat thumbnail correlates with nothing
+    pairs: set[tuple[int, int]] = set()
+    for start in range(0, len(rows), _CHUNK):
+        block = rows[start:start + _CHUNK] @ rows.T
+        found_rows, found_cols = np.nonzero(block >= THUMBNAIL_ONLY_CORRELATION)
+        for row, col in zip(found_rows.tolist(), found_cols.tolist(), strict=True):
+            if start + row < col:
+                pairs.add((usable[start + row], usable[col]))
+    return pairs
+
+
+def _correlation(first: np.ndarray, second: np.ndarray) -> float:
+    """Pearson correlation of two thumbnails; 0 when either is flat or missing."""
+    if first.shape != second.shape:
+        return 0.0
+    a = first.ravel() - first.mean()
+    b = second.ravel() - second.mean()
+    norm = float(np.sqrt(float(a @ a) * float(b @ b)))
+    return float(a @ b) / norm if norm > 1e-6 else 0.0
 
 
 def hash_distance(first: str, second: str) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from workbench.core.data.cache_folder import FACTS_FILE
 from workbench.core.data.health.image_facts import ImageFacts
 
-_VERSION = 1
+_VERSION = 4  # 4: the thumbnails and colours near-duplicate candidates are compared on
 
 
 class FactsCache:

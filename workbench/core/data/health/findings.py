@@ -12,6 +12,9 @@ from typing import Any
 KINDS: dict[str, tuple[str, str]] = {
     "unreadable": ("Unreadable images",
                    "Pillow cannot decode these files; training would fail or skip them."),
+    "too_large": ("Images over the size limit",
+                  "Refused before decoding, in training too: more pixels than the limit that "
+                  "guards against decompression bombs. Shrink them or leave them out."),
     "leakage": ("Train/val leakage",
                 "The same image is in train and in val: validation accuracy is inflated."),
     "conflicting_label": ("Conflicting labels",

@@ -19,6 +19,7 @@ from workbench.core.data.health.duplicate_groups import (
     exact_groups,
     hash_distance,
     near_groups,
+    picture_correlation,
 )
 from workbench.core.data.health.facts_cache import FactsCache
 from workbench.core.data.health.findings import (
@@ -30,6 +31,7 @@ from workbench.core.data.health.findings import (
 )
 from workbench.core.data.health.image_facts import ImageFacts, image_facts
 from workbench.core.data.health.odd_images import balance_finding, odd_image_findings
+from workbench.core.data.image_decoding import TOO_LARGE
 
 ProgressCallback = Callable[[int, int], None]
 # Skipped-file reasons of the dataset scan that mean "an image file that cannot be read".
@@ -137,7 +139,9 @@ def _findings(scan: DatasetScan, samples: list[_Sample], facts: list[ImageFacts]
               near_bits: int) -> list[Finding]:
     by_path = {s.path: s for s in samples}
     facts_of = {f.path: f for f in facts}
-    unreadable = [FindingItem((f.path,), f.error, (f.path,)) for f in facts if f.error]
+    failed = [FindingItem((f.path,), f.error, (f.path,)) for f in facts if f.error]
+    too_large = [item for item in failed if item.reason.startswith(TOO_LARGE)]
+    unreadable = [item for item in failed if not item.reason.startswith(TOO_LARGE)]
     unreadable += [FindingItem((s.path,), s.reason, ()) for s in scan.skipped
                    if s.reason.startswith(_UNREADABLE_SKIPS)]
     exact = exact_groups(facts)
@@ -145,6 +149,7 @@ def _findings(scan: DatasetScan, samples: list[_Sample], facts: list[ImageFacts]
     near = [g for g in groups if len({facts_of[p].pixel_digest for p in g}) > 1]
     found = [
         Finding("unreadable", tuple(unreadable)),
+        Finding("too_large", tuple(too_large)),
         Finding("leakage", tuple(_leak_items(groups, by_path)) if scan.layout == "train_val"
                 else ()),
         Finding("conflicting_label", tuple(_conflict_items(groups, by_path))),
@@ -152,9 +157,9 @@ def _findings(scan: DatasetScan, samples: list[_Sample], facts: list[ImageFacts]
             FindingItem(tuple(g), f"{len(g)} files with the same pixels", tuple(g[1:]))
             for g in exact)),
         Finding("near_duplicate", tuple(_near_item(g, facts_of) for g in near)),
-        *odd_image_findings(facts),
+        *odd_image_findings(facts, {s.path: s.class_name for s in samples}),
     ]
-    found = [f for f in found if f.items]
+    found = [f for f in found if f.items or f.verdict]
     found.append(balance_finding(scan.class_names, scan.train_counts()))
     return found
 
@@ -162,9 +167,11 @@ def _findings(scan: DatasetScan, samples: list[_Sample], facts: list[ImageFacts]
 def _near_item(group: list[str], facts_of: dict[str, ImageFacts]) -> FindingItem:
     # The largest picture is kept; the others are the copies.
     ordered = sorted(group, key=lambda p: (-facts_of[p].width * facts_of[p].height, p))
-    spread = max(hash_distance(facts_of[ordered[0]].phash, facts_of[p].phash) for p in ordered)
-    reason = (f"{len(group)} copies; perceptual hashes differ by at most {spread} of 64 bits "
-              f"from {Path(ordered[0]).name}")
+    kept = facts_of[ordered[0]]
+    spread = max(hash_distance(kept.phash, facts_of[p].phash) for p in ordered)
+    least = min(picture_correlation(kept, facts_of[p]) for p in ordered[1:])
+    reason = (f"{len(group)} copies of {Path(ordered[0]).name}: 16 px thumbnails correlate "
+              f"{least:.2f} or more, perceptual hashes differ by at most {spread} of 64 bits")
     return FindingItem(tuple(ordered), reason, tuple(ordered[1:]))
 
 

@@ -8,6 +8,7 @@ training, at a fraction of the cost. The figures are measured on a copy whose lo
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from dataclasses import asdict, dataclass
@@ -20,6 +21,7 @@ from workbench.core.data.image_decoding import (
     ImageDecodeError,
     check_regular_file,
     decode_failure_reason,
+    displayed_size,
     prepare_image,
 )
 
@@ -28,6 +30,19 @@ from workbench.core.data.image_decoding import (
 ANALYSIS_SIDE = 64
 # Longer side of the copy the brightness, contrast and sharpness are measured on.
 METRIC_SIDE = 64
+# Side of the grey thumbnails two near-duplicate candidates are compared on (duplicate_groups).
+THUMBNAIL_SIDE = 16
+# Share of each side the second thumbnail leaves out: a copy cropped by a few percent lines up
+# with it, not with the whole picture.
+THUMBNAIL_INSET = 0.03
+# A thumbnail with less grey-level spread (standard deviation) than this is faint (thin line
+# art on a transparent page): copies of it are judged on a FINE_SIDE thumbnail, which images
+# up to FINE_KEPT_SPREAD keep (a re-encoded copy's spread may fall either side of 8).
+FAINT_SPREAD = 8.0
+FINE_KEPT_SPREAD = 12.0
+FINE_SIDE = 48
+# Side of the colour thumbnail that tells a red arrow from the same arrow in blue.
+COLOUR_SIDE = 4
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 _GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 
@@ -40,13 +55,19 @@ class ImageFacts:
         path, size_bytes, mtime_ns: the file, and the key its facts are cached under.
         error: why the file cannot be decoded (Pillow's reason); None when it can. The
             figures below are 0 / "" for such a file.
-        width, height: the stored size in pixels.
+        width, height: the size in pixels, upright (EXIF orientation applied).
         grayscale: a grey mode, or colour channels that never differ visibly.
         mean, std: luminance mean and standard deviation, 0..255.
         sharpness: variance of the Laplacian over the luminance variance (0 for a flat image);
             blur lowers it, contrast does not change it.
         pixel_digest: SHA-1 of the decoded pixels: equal for exact duplicates.
         phash: the 64-bit perceptual hash (imagehash.phash) in hex: close for near duplicates.
+        thumbnail, inset_thumbnail: ``THUMBNAIL_SIDE`` square grey copies (base64 of the
+            bytes) of the whole picture and of its centre without ``THUMBNAIL_INSET`` of each
+            side: two images the hash calls close are copies only when these agree.
+        colours: a ``COLOUR_SIDE`` square RGB copy (base64): copies have the same colours.
+        fine_thumbnail: for a faint thumbnail only (spread below ``FINE_KEPT_SPREAD``), a
+            ``FINE_SIDE`` square grey copy.
     """
 
     path: str
@@ -61,6 +82,10 @@ class ImageFacts:
     sharpness: float = 0.0
     pixel_digest: str = ""
     phash: str = ""
+    thumbnail: str = ""
+    inset_thumbnail: str = ""
+    colours: str = ""
+    fine_thumbnail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,7 +109,7 @@ def image_facts(path: str) -> ImageFacts:
         return ImageFacts(path, 0, 0, exc.reason)
     try:
         with Image.open(path) as image:
-            width, height = image.size
+            width, height = displayed_size(image)  # upright, as training sees it
             grey_mode = image.mode in _GREY_MODES
             rgb = prepare_image(image, "RGB", (ANALYSIS_SIDE, ANALYSIS_SIDE))
             rgb.load()  # decodes every byte: a truncated file fails here
@@ -107,12 +132,39 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
     values = np.asarray(small, dtype=np.float32)
     luma = values @ _LUMA
     channel_spread = float(np.abs(values - values.mean(axis=2, keepdims=True)).max())
+    thumbnail = _thumbnail(rgb, 0.0)
+    faint = float(thumbnail_pixels(thumbnail).std()) < FINE_KEPT_SPREAD
     return ImageFacts(
         path, info.st_size, info.st_mtime_ns, None, width, height,
         grayscale=grey_mode or channel_spread < 8.0,
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
-        phash=str(imagehash.phash(rgb)))
+        phash=str(imagehash.phash(rgb)), thumbnail=thumbnail,
+        fine_thumbnail=_thumbnail(rgb, 0.0, FINE_SIDE) if faint else "",
+        inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET),
+        colours=base64.b64encode(rgb.resize((COLOUR_SIDE, COLOUR_SIDE), Image.Resampling.BOX)
+                                 .tobytes()).decode("ascii"))
+
+
+def _thumbnail(rgb: Image.Image, inset: float, side: int = THUMBNAIL_SIDE) -> str:
+    """A grey ``side`` square of ``rgb`` without ``inset`` of each side, as base64."""
+    dx, dy = rgb.width * inset, rgb.height * inset
+    grey = rgb.convert("L").resize((side, side), Image.Resampling.BILINEAR,
+                                   box=(dx, dy, rgb.width - dx, rgb.height - dy))
+    return base64.b64encode(grey.tobytes()).decode("ascii")
+
+
+def colour_pixels(text: str) -> np.ndarray:
+    """The ``COLOUR_SIDE`` square float32 RGB pixels a colours string holds."""
+    data = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
+    return data.astype(np.float32).reshape(COLOUR_SIDE, COLOUR_SIDE, 3)
+
+
+def thumbnail_pixels(text: str) -> np.ndarray:
+    """The square float32 grey pixels a thumbnail string holds (16 or 48 a side)."""
+    data = np.frombuffer(base64.b64decode(text), dtype=np.uint8)
+    side = round(len(data) ** 0.5)
+    return data.astype(np.float32).reshape(side, side)
 
 
 def _fitted(size: tuple[int, int], side: int) -> tuple[int, int]:

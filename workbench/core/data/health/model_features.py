@@ -16,6 +16,13 @@ logits). Two rules read them, with no second pass over the images:
 
 The findings are a ``HealthReport`` like the folder's own check, so the same panel and report
 show them, and leaving their files out writes the same exclusion list.
+
+Both rules read what the model learnt: a model that has not learnt the classes (from random
+weights after a few epochs, on a small folder) has features that call unlike images alike and
+ordinary images far. Below ``least_accuracy`` on the validation images (half-way from chance
+to every image right) the findings are withheld, and the report says why in one line
+(``withheld``); ``python -m workbench.bench.feature_health_benchmark --sweep`` measures the
+findings' precision against the model's accuracy (docs/data-health.md).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +51,44 @@ from workbench.core.runs.run_folder import FEATURE_FINDINGS_FILE
 NEAR_DUPLICATE_SIMILARITY = 0.995
 OUTLIER_Z = 3.5
 MIN_CLASS_IMAGES = 5
+# How far from chance to every image right the validation accuracy must be for the
+# findings (docs/data-health.md: the sweep and the case that set it).
+MIN_LEARNT = 0.5
 _CHUNK = 1024  # rows of the similarity matrix computed at once: 1024 x N floats
+
+
+@dataclass
+class ModelFeatureReport(HealthReport):
+    """A ``HealthReport`` of the model's features; ``withheld`` says why it holds no findings
+    when the model is too weak for them ('' when they were looked for)."""
+
+    withheld: str = ""
+
+    def to_dict(self) -> dict:
+        document = super().to_dict()
+        if self.withheld:
+            document["withheld"] = self.withheld
+        return document
+
+
+def least_accuracy(classes: int) -> float:
+    """The validation accuracy a model of ``classes`` classes needs for feature findings:
+    ``MIN_LEARNT`` of the way from chance (1 / classes) to every image right (62.5% for 4
+    classes, 55% for 10)."""
+    chance = 1 / max(classes, 1)
+    return chance + MIN_LEARNT * (1 - chance)
+
+
+def withheld_reason(accuracy: float, classes: int) -> str:
+    """Why a model of this validation ``accuracy`` on ``classes`` classes is too weak for
+    feature findings, or '' when it is not (``least_accuracy``)."""
+    needed = least_accuracy(classes)
+    if accuracy >= needed - 1e-9:
+        return ""
+    return (f"Model findings withheld: the best model is right on {accuracy:.1%} of the "
+            f"validation images of {classes} classes (chance {1 / max(classes, 1):.0%}); "
+            f"below {needed:.1%} its features can call unlike images near duplicates and "
+            "ordinary images outliers. Train longer or from pretrained weights for them.")
 
 
 def feature_findings(
@@ -54,8 +99,13 @@ def feature_findings(
     root: str = "",
     near_similarity: float = NEAR_DUPLICATE_SIMILARITY,
     outlier_z: float = OUTLIER_Z,
-) -> HealthReport:
+    accuracy: float | None = None,
+) -> ModelFeatureReport:
     """Near duplicates and outliers among ``paths`` by their ``features`` ([N, D], any scale).
+
+    Args:
+        accuracy: the model's validation accuracy: below ``least_accuracy`` no finding is
+            looked for and the report's ``withheld`` says why (None: always looked for).
 
     Raises:
         ValueError: ``features`` does not have one row per path.
@@ -63,6 +113,10 @@ def feature_findings(
     if features.ndim != 2 or features.shape[0] != len(paths) or len(labels) != len(paths):
         raise ValueError(f"features of shape {list(features.shape)} for {len(paths)} images "
                          f"and {len(labels)} labels")
+    layout = "validation images, by the trained model's features"
+    withheld = withheld_reason(accuracy, len(class_names)) if accuracy is not None else ""
+    if withheld:
+        return ModelFeatureReport(root, layout, len(paths), [], withheld=withheld)
     features = features.astype(np.float64, copy=False)
     unit = _unit_rows(features)
     # Near duplicates compare standardised features: a trained classifier's features of one
@@ -78,8 +132,7 @@ def feature_findings(
         Finding("model_outlier",
                 tuple(_outlier_items(unit, paths, label_array, class_names, outlier_z))),
     ]
-    return HealthReport(root, "validation images, by the trained model's features", len(paths),
-                        [f for f in findings if f.items])
+    return ModelFeatureReport(root, layout, len(paths), [f for f in findings if f.items])
 
 
 def write_feature_findings(report: HealthReport, run_dir: str | os.PathLike[str]) -> Path:
@@ -87,13 +140,17 @@ def write_feature_findings(report: HealthReport, run_dir: str | os.PathLike[str]
     return write_report(report, Path(run_dir) / FEATURE_FINDINGS_FILE)
 
 
-def read_feature_findings(run_dir: str | os.PathLike[str]) -> HealthReport | None:
+def read_feature_findings(run_dir: str | os.PathLike[str]) -> ModelFeatureReport | None:
     """The run's ``feature_health.json``; None when it has none or it cannot be read."""
     path = Path(run_dir) / FEATURE_FINDINGS_FILE
     try:
-        report = report_from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        base = report_from_dict(data)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+    report = ModelFeatureReport(base.root, base.layout, base.images, base.findings, base.seconds,
+                                base.reused, base.near_threshold,
+                                withheld=str(data.get("withheld", "")))
     report.report_path = str(path)
     return report
 

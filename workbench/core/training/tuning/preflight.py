@@ -71,6 +71,8 @@ def preflight(config: TrainConfig) -> PreflightResult:
         problems.extend(scan_problem)
         if scan is not None:
             notes.extend(_batch_notes(config, len(scan.train)))
+            # Where copies had to be split so that a class validates: said before Start.
+            notes.extend(Finding("data_root", note) for note in scan.split_notes)
     if "device" not in broken:
         problems.extend(_device_problems(config))
         notes.extend(_idle_card_notes(config))

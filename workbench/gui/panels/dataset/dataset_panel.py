@@ -30,9 +30,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.core.file_names import shown_name
 from workbench.gui.panels.dataset.health_findings_panel import HealthFindingsPanel
 from workbench.gui.widgets.class_counts_chart import ClassCountsChart
 from workbench.gui.widgets.thumbnail_browser import ALL_CLASSES, TRAIN, VAL, ThumbnailBrowser
+from workbench.gui.widgets.vertical_scroll_area import VerticalScrollArea
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
 
 if TYPE_CHECKING:
@@ -40,17 +42,22 @@ if TYPE_CHECKING:
 
 IMBALANCE_RATIO = 3.0
 MAX_RECENT_FOLDERS = 10
+# The sections' shares of the height: chart, scan or health findings, thumbnails.
+SCAN_SHARES = (2, 2, 5)
+HEALTH_SHARES = (2, 6, 3)
+CHART_MINIMUM_HEIGHT = 60  # two rows of bars; more rows scroll (the chart keeps its own height)
 WEIGHTED_LOSS = "weighted_loss"
 WEIGHTED_SAMPLER = "weighted_sampler"
 
 
-def run_scan(root: str, val_fraction: float, seed: int) -> DatasetScan:
-    """Pool thread: scan ``root``, opening every image's header (nothing is decoded), so a
-    file Pillow cannot read is listed as left out now rather than found in training.
-    Imported here so building the panel does not load torch."""
-    from workbench.core.data.dataset_scan import scan_dataset
+def run_scan(root: str, val_fraction: float, seed: int, cache_dir: str = "",
+             exclude_file: str = "") -> DatasetScan:
+    """Pool thread: scan ``root`` as training will (``scan_for_run``: every image's header
+    opened, the health check's copies kept on one side, the exclusion list applied), so the
+    tab's counts are the run's. Imported here so building the panel does not load torch."""
+    from workbench.core.data.training_scan import scan_for_run
 
-    return scan_dataset(root, val_fraction=val_fraction, seed=seed, verify=True)
+    return scan_for_run(root, val_fraction, seed, cache_dir=cache_dir, exclude_file=exclude_file)
 
 
 def layout_text(scan: DatasetScan) -> str:
@@ -138,10 +145,13 @@ class DatasetPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._folder = ""
+        self._shared = False  # the sections were given their shares of the height
         self._scan: DatasetScan | None = None
         self._recent: list[str] = []
         self._val_fraction = 0.2
         self._seed = 0
+        self._cache_dir = ""
+        self._exclude_file = ""
         self._runner = LatestRequestRunner(self, priority=1)
         self._build_widgets()
         self._build_layout()
@@ -207,7 +217,10 @@ class DatasetPanel(QWidget):
 
         classes_group = QGroupBox("Images per class")
         classes_layout = QVBoxLayout(classes_group)
-        classes_layout.addWidget(self.chart, 1)
+        # Many classes make the chart taller than the room: it scrolls, the window stays.
+        chart_scroll = VerticalScrollArea(self.chart)
+        chart_scroll.setMinimumHeight(CHART_MINIMUM_HEIGHT)
+        classes_layout.addWidget(chart_scroll, 1)
         classes_layout.addWidget(self.imbalance_box)
         self.issues_group = QGroupBox("Files left out and other problems")
         issues_layout = QVBoxLayout(self.issues_group)
@@ -248,7 +261,7 @@ class DatasetPanel(QWidget):
         self.layout_label.hide()
         self.summary_label.setText(f"Scanning {self._folder}…")
         self.summary_label.show()
-        self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
+        self._submit_scan()
         self.folder_changed.emit(self._folder)
 
     def folder(self) -> str:
@@ -259,14 +272,20 @@ class DatasetPanel(QWidget):
         """The scan of the current folder; None while scanning or when it failed."""
         return self._scan
 
-    def set_scan_options(self, val_fraction: float, seed: int) -> None:
-        """Split options of the flat layout; the current folder is scanned again if they change."""
-        changed = (val_fraction, seed) != (self._val_fraction, self._seed)
-        self._val_fraction = val_fraction
-        self._seed = seed
-        self.health_panel.set_options(val_fraction, seed)
-        if changed and self._folder:
+    def set_scan_options(self, val_fraction: float, seed: int, cache_dir: str = "",
+                         exclude_file: str = "") -> None:
+        """The settings the run's scan reads (split, health check's cache, the files left
+        out); the current folder is scanned again if they change, so the counts stay the
+        run's."""
+        split_changed = (val_fraction, seed) != (self._val_fraction, self._seed)
+        changed = (cache_dir, exclude_file) != (self._cache_dir, self._exclude_file)
+        self._val_fraction, self._seed = val_fraction, seed
+        self._cache_dir, self._exclude_file = cache_dir, exclude_file
+        self.health_panel.set_options(val_fraction, seed, cache_dir)
+        if split_changed and self._folder:
             self.set_folder(self._folder)
+        elif changed and self._folder:
+            self._submit_scan()  # the health findings shown stay: only the counts change
 
     def recent_folders(self) -> list[str]:
         """Folders chosen before, most recent first (the main window persists them)."""
@@ -322,6 +341,9 @@ class DatasetPanel(QWidget):
         self._update_issues(scan)
         self.thumbnails.set_dataset(scan.train, scan.val)
         self._update_class_filter(scan, keep_choice=False)  # another dataset, other classes
+        if not self._shared:  # the first folder; later the user's own split of the height
+            self._shared = True
+            self._share_height()
         self.dataset_scanned.emit(scan)
 
     @Slot(str)
@@ -344,15 +366,19 @@ class DatasetPanel(QWidget):
         # The automatic split keeps the duplicate groups just found on one side: scan again
         # so the counts and thumbnails show the split training will use.
         if self._scan is not None and self._scan.layout == "flat":
-            self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed)
+            self._submit_scan()
 
     @Slot(int)
     def _on_problem_tab_changed(self, _index: int) -> None:
-        # The health findings and their thumbnails need most of the height; the scan's list
-        # of skipped files does not.
-        shares = (2, 6, 3) if self.problem_tabs.currentWidget() is self.health_panel \
-            else (3, 2, 4)
-        total = sum(self.body_splitter.sizes())
+        self._share_height()
+
+    def _share_height(self) -> None:
+        """The sections' heights by their shares of the panel: the health findings and their
+        thumbnails need most of it; the scan's list of skipped files does not, and then two
+        rows of thumbnails fit on a 768 px screen."""
+        shares = HEALTH_SHARES if self.problem_tabs.currentWidget() is self.health_panel \
+            else SCAN_SHARES
+        total = sum(self.body_splitter.sizes()) or self.body_splitter.height()
         self.body_splitter.setSizes([total * share // sum(shares) for share in shares])
 
     @Slot(int)
@@ -364,17 +390,23 @@ class DatasetPanel(QWidget):
         self._update_thumbnail_filter()
 
     # ---------------------------------------------------------------- updates
+    def _submit_scan(self) -> None:
+        self._runner.submit(run_scan, self._folder, self._val_fraction, self._seed,
+                            self._cache_dir, self._exclude_file)
+
     def _update_issues(self, scan: DatasetScan) -> None:
         self.issues_list.clear()
-        for mismatch in scan.mismatches:
+        for mismatch in [*scan.mismatches, *scan.split_notes]:
             self.issues_list.addItem(mismatch)
         root = scan.root
         for skipped in scan.skipped:
-            shown = os.path.relpath(skipped.path, root) if skipped.path.startswith(root) else (
-                skipped.path
-            )
+            shown = shown_name(os.path.relpath(skipped.path, root)
+                               if skipped.path.startswith(root) else skipped.path)
             self.issues_list.addItem(f"{shown}: {skipped.reason}")
-        total = len(scan.mismatches) + len(scan.skipped)
+        if scan.left_out:
+            self.issues_list.addItem(f"{len(scan.left_out):,} file(s) left out by the exclusion "
+                                     f"list {self._exclude_file}")
+        total = len(scan.mismatches) + len(scan.split_notes) + len(scan.skipped)
         self.issues_group.setTitle(
             f"Files left out and other problems ({total:,})" if total else "No files left out"
         )
@@ -391,7 +423,7 @@ class DatasetPanel(QWidget):
         self.class_filter_combo.clear()
         self.class_filter_combo.addItem(f"All classes ({sum(counts):,})", ALL_CLASSES)
         for label, name in enumerate(scan.class_names if scan is not None else []):
-            self.class_filter_combo.addItem(f"{name} ({counts[label]:,})", label)
+            self.class_filter_combo.addItem(f"{shown_name(name)} ({counts[label]:,})", label)
         index = self.class_filter_combo.findData(chosen)
         self.class_filter_combo.setCurrentIndex(max(index, 0))
         self.class_filter_combo.blockSignals(False)

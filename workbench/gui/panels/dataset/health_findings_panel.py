@@ -17,7 +17,6 @@ from PySide6.QtCore import QSize, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QHBoxLayout,
-    QLabel,
     QListView,
     QListWidget,
     QListWidgetItem,
@@ -121,12 +120,14 @@ class HealthFindingsPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setFormat("%v / %m images")
         self.progress.hide()
-        self.status_label = QLabel("Not checked yet.")
+        self.status_label = ElidedLabel("Not checked yet.")
         self.findings_tree = QTreeWidget()
         self.findings_tree.setHeaderLabels(["Finding", "Count", "Why"])
         self.findings_tree.setRootIsDecorated(False)
         self.findings_tree.setColumnWidth(0, 145)
         self.findings_tree.setColumnWidth(1, 40)
+        self.findings_tree.setWordWrap(True)  # a long reason wraps in its row, never cut
+        self.findings_tree.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.tiles_list = QListWidget()
         self.tiles_list.setViewMode(QListView.ViewMode.IconMode)
         self.tiles_list.setResizeMode(QListView.ResizeMode.Adjust)
@@ -140,7 +141,7 @@ class HealthFindingsPanel(QWidget):
         self.include_button.setEnabled(False)
         self.model_label = ElidedLabel(max_lines=2)
         self.model_label.hide()
-        self.excluded_label = QLabel()
+        self.excluded_label = ElidedLabel(max_lines=2)
         self.excluded_label.hide()
         self.excluded_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -207,9 +208,10 @@ class HealthFindingsPanel(QWidget):
         named = {"model_near_duplicate": "near-duplicate group(s)", "model_outlier": "outlier(s)"}
         counts = " and ".join(f"{f.count:,} {named.get(f.kind, f.title.lower())}"
                               for f in report.findings)
-        self.model_label.setText(
+        withheld = getattr(report, "withheld", "")  # the model was too weak for findings
+        self.model_label.setText(withheld or (
             f"After training, the best model's features of the {report.images:,} validation "
-            f"images found {counts or 'nothing more'}, listed as (model) findings.")
+            f"images found {counts or 'nothing more'}, listed as (model) findings."))
         self.model_label.setToolTip(report.report_path)
         self.model_label.show()
         return True

@@ -54,15 +54,27 @@ def timed_preview(path: str, config: TrainConfig, seed: int = 0
 
 
 def describe_preview(preview: AugmentationPreview, config: TrainConfig, seconds: float) -> str:
-    """The status line, e.g. '5 crops of 224x224 from a 6000x4000 image resized to ...'."""
+    """The status line, saying which image each split cuts its crops from, e.g. '5 crops of
+    224x224 from the 640x480 image resized to 341x256 (256 on the short side), 12 ms'.
+
+    Training's random resized crop cuts the original image (or a copy reduced no further
+    than its smallest crop needs), not the image validation resizes; each size is the one
+    that split really uses.
+    """
     count = len(preview.train.boxes)  # a mixed tile is no further crop
-    crops = f"{count} crop{'s' if count != 1 else ''} of {config.crop_size}x{config.crop_size}"
+    crop = f"{config.crop_size}x{config.crop_size}"
     width, height = preview.original_size
-    resized_h, resized_w = preview.train.resized.shape[:2]
-    return (
-        f"{crops} from a {width}x{height} image resized to {config.resize_size} on the short "
-        f"side ({resized_w}x{resized_h}), {seconds * 1000:.0f} ms"
-    )
+    val_h, val_w = preview.val.resized.shape[:2]
+    resized = f"resized to {val_w}x{val_h} ({config.resize_size} on the short side)"
+    took = f"{seconds * 1000:.0f} ms"
+    if config.crop_mode != "standard":
+        return f"{count} crops of {crop} from the {width}x{height} image {resized}, {took}"
+    source_h, source_w = preview.train.resized.shape[:2]
+    source = f"the {width}x{height} image" if (source_w, source_h) == (width, height) else \
+        f"the {width}x{height} image reduced to {source_w}x{source_h}"
+    crops = f"{count} random crop{'s' if count != 1 else ''}"
+    return (f"{crops} of {crop} cut from {source} for training; validation: the centre {crop} "
+            f"of the image {resized}, {took}")
 
 
 def _preview_settings(config: TrainConfig) -> tuple[object, ...]:

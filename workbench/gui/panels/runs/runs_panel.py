@@ -29,6 +29,7 @@ from workbench.core.runs.run_index import (
     list_runs,
     run_curves,
     run_table_rows,
+    split_differences,
 )
 from workbench.gui.panels.runs.run_comparison_plot import RunComparisonPlot
 from workbench.gui.workers.pool_tasks import LatestRequestRunner
@@ -185,11 +186,13 @@ class RunsPanel(QWidget):
             self.config_diff.clear()
             return
         differences = config_differences([run.config for run in selected])
+        splits = split_differences(selected)
         if not differences:
-            self.config_diff.setPlainText("The selected runs have the same config.")
+            self.config_diff.setPlainText("\n\n".join(
+                [*([splits] if splits else []), "The selected runs have the same config."]))
             return
         names = [run.name for run in selected]
-        lines = []
+        lines = [splits, ""] if splits else []
         for key, values in differences.items():
             lines.append(key)
             lines += [f"    {name}: {value!r}" for name, value in zip(names, values, strict=True)]

@@ -1,0 +1,1 @@
+"""Benchmarks that train beside a plain pipeline written from torchvision's reference recipe."""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.core.conftest import write_truncated_png
 from workbench.core.data.generated.synthetic_images import write_shape_dataset
+from workbench.core.data.health.exclusion_list import write_exclusion_file
+from workbench.core.data.training_scan import scan_for_run
 from workbench.core.models import export_measurement
 from workbench.core.models.export_measurement import evaluation_images, image_logits
 
@@ -14,7 +17,8 @@ def test_validation_images_decode_a_chunk_at_a_time_and_skip_unreadable_ones(tmp
     monkeypatch.setattr(export_measurement, "_CHUNK", 2)  # images decoded and run at once
     root = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=3,
                                size=(20, 20), layout="train_val", val_per_class=3)
-    (root / "val" / "square" / "zz_broken.png").write_bytes(b"not a png")
+    # Its header reads (the scan keeps it, as training's scan does); its pixels do not decode.
+    write_truncated_png(root / "val" / "square" / "zz_broken.png")
     preprocessing = {"model": "small_cnn", "crop_mode": "five_crop", "resize_size": 20,
                      "crop_size": 16, "in_channels": 1}
     images = evaluation_images(str(root), ["circle", "square"], preprocessing)
@@ -40,3 +44,25 @@ def test_validation_images_decode_a_chunk_at_a_time_and_skip_unreadable_ones(tmp
     expected = [images_mean for images_mean in
                 (c.reshape(len(lab), 5, -1).mean(axis=(1, 2)) for c, lab, _ in chunks)]
     assert np.allclose(logits[:, 1], np.concatenate(expected), atol=1e-4)
+
+
+def test_an_export_is_measured_on_the_images_its_run_validated_on(tmp_path):
+    """A run that left files out (an exclusion list) validated without them: the export's
+    accuracy must be measured on that same validation set, not on the folder split afresh."""
+    root = write_shape_dataset(tmp_path / "data", classes=("circle", "square"), per_class=10,
+                               size=(20, 20))
+    every = sorted(str(path) for path in root.rglob("*.png"))
+    plain = scan_for_run(root, 0.2, 0)
+    left_out = [path for path, _ in plain.val][:2]  # two images the plain split validates on
+    exclude = write_exclusion_file(tmp_path / "exclude.txt", str(root), left_out)
+    run_scan = scan_for_run(root, 0.2, 0, exclude_file=str(exclude))
+    preprocessing = {"model": "small_cnn", "crop_mode": "standard", "resize_size": 20,
+                     "crop_size": 16, "in_channels": 1}
+
+    images = evaluation_images(str(root), ["circle", "square"], preprocessing,
+                               exclude_file=str(exclude))
+
+    measured = sorted(path for path, _ in images.samples)
+    assert measured == sorted(path for path, _ in run_scan.val)
+    assert not set(measured) & {str(p) for p in left_out} and len(every) == 20
+    assert f"{len(run_scan.val)} validation images" in images.description

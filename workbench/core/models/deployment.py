@@ -149,7 +149,8 @@ def _evaluation(config: TrainConfig, class_names: list[str], preprocessing: dict
                 limit: int | None = None) -> tuple[EvaluationImages | None, str]:
     try:
         images = evaluation_images(config.data_root, class_names, preprocessing, split,
-                                   config.val_fraction, config.seed, limit)
+                                   config.val_fraction, config.seed, limit,
+                                   cache_dir=config.cache_dir, exclude_file=config.exclude_file)
     except EvaluationUnavailable as exc:
         return None, f"accuracy not measured: {exc}"
     return images, images.description

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from workbench.core.data.dataset_scan import DatasetError, scan_dataset
+from workbench.core.data.dataset_scan import DatasetError
 from workbench.core.data.image_cache import ImageDecodeError
+from workbench.core.data.training_scan import scan_for_run
 from workbench.core.models.prediction import image_crops
 
 Runner = Callable[[np.ndarray], np.ndarray]
@@ -73,17 +74,21 @@ class EvaluationUnavailable(Exception):
 
 def evaluation_images(data_root: str, class_names: Sequence[str], preprocessing: dict,
                       split: str = "val", val_fraction: float = 0.2, seed: int = 0,
-                      limit: int | None = None) -> EvaluationImages:
+                      limit: int | None = None, *, cache_dir: str = "",
+                      exclude_file: str = "") -> EvaluationImages:
     """The ``split`` ('val' or 'train') of the run's folder, to be cut as the export expects.
 
-    The folder is split as the run split it (same ``val_fraction`` and ``seed``). ``limit``
-    takes that many images spread over the split.
+    The folder is scanned and split as the run's own scan did it (``scan_for_run`` with the same
+    ``val_fraction``, ``seed``, health-check copy groups in ``cache_dir`` and exclusion list), so
+    an export is measured on the images its run validated on. ``limit`` takes that many images
+    spread over the split.
 
     Raises:
         EvaluationUnavailable: the folder is gone, holds other classes, or is empty.
     """
     try:
-        scan = scan_dataset(data_root, val_fraction=val_fraction, seed=seed)
+        scan = scan_for_run(data_root, val_fraction, seed, cache_dir=cache_dir,
+                            exclude_file=exclude_file)
     except (DatasetError, OSError) as exc:
         raise EvaluationUnavailable(f"the run's images cannot be read ({exc})") from exc
     if list(scan.class_names) != list(class_names):

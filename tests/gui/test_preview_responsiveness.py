@@ -66,6 +66,7 @@ def test_preview_decodes_in_the_pool_while_the_ui_thread_keeps_ticking(
     assert len(work) == len(settings)
     assert all(thread != threading.get_ident() for thread, _ in work)
     assert all(ticks >= TICKS_DURING_DECODE for _, ticks in work)
-    assert statuses[0].startswith("5 crops of 224x224 from a 2000x1500 image resized to 512")
+    assert statuses[0].startswith("5 crops of 224x224 from the 2000x1500 image resized to 682x512 "
+                                  "(512 on the short side)")
     assert [len(p.train.crops) for p in previews] == [5, 1]
     assert previews[0].original_size == (2000, 1500)

@@ -61,6 +61,24 @@ def test_dropping_an_image_shows_its_prediction_and_grad_cam(qtbot, window, fini
     qtbot.waitUntil(lambda: not predict.is_busy())
 
 
+def test_the_predict_tab_counts_an_image_it_cannot_read_apart_from_the_classified(
+        qtbot, window, finished_run):
+    predict = window.after_training.predict_panel
+    predict.set_model_file(finished_run.end.best_model_path)
+    images = sorted(Path(finished_run.end.run_dir).parent.parent.glob("shapes/val/*/*.png"))[:2]
+    missing = images[0].parent / "not_there.png"
+
+    with qtbot.waitSignal(predict.predictions_shown, timeout=TIMEOUT_MS):
+        assert predict.predict([str(images[0]), str(missing), str(images[1])])
+
+    assert predict.table.rowCount() == 3
+    rows = {predict.table.item(row, 0).text(): predict.table.item(row, 1).text()
+            for row in range(3)}
+    assert rows[missing.name].startswith("error: ")
+    assert predict.status_label.text() == "2 image(s) classified, 1 could not be read"
+    qtbot.waitUntil(lambda: not predict.is_busy())
+
+
 def test_the_runs_tab_lists_the_run_and_reopens_its_results(qtbot, window, finished_run):
     runs = window.after_training.runs_panel
     output = str(Path(finished_run.end.run_dir).parent)

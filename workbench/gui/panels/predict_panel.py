@@ -196,7 +196,7 @@ class PredictPanel(QWidget):
                 item.setToolTip(prediction.path)
                 self.table.setItem(row, column, item)
         failed = sum(1 for p in self._predictions if p.error)
-        self.status_label.setText(f"{len(self._predictions)} image(s) classified"
+        self.status_label.setText(f"{len(self._predictions) - failed} image(s) classified"
                                   + (f", {failed} could not be read" if failed else ""))
         self._update_buttons()
         self.predictions_shown.emit(len(self._predictions))

@@ -198,11 +198,11 @@ def model_summary(model: str, weights: str = "imagenet") -> str:
     defaults = defaults_for(model)
     recipe = recipe_words(default_recipe(model, weights))
     if model not in TORCHVISION_MODELS:
-        return (f"Trained from scratch (no ImageNet weights) on {defaults['crop_size']} px "
-                f"crops; {recipe}.")
+        return (f"Trained from scratch (no ImageNet weights); by default on "
+                f"{defaults['crop_size']} px crops with {recipe}.")
     facts = model_facts(model)
-    how = ("trains every layer from random weights with" if weights == "none"
-           else "fine-tunes with")
+    how = ("by default trains every layer from random weights with" if weights == "none"
+           else "by default fine-tunes with")
     return (f"ImageNet acc@1 {facts.acc1:.1f}%, {facts.params / 1e6:.1f} M parameters, "
             f"{facts.gflops:.2f} GFLOPS, {facts.file_mib:.0f} MiB download; crop "
             f"{facts.crop_size} of {facts.resize_size} ({facts.interpolation}); {how} "

@@ -26,6 +26,7 @@ sets, not what ImageNet weights would do.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -236,8 +237,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder for sets, runs, file")
     parser.add_argument("--quick", action="store_true", help="a tiny run (checks it works)")
     parser.add_argument("--weights-file", type=Path, help="skip step A; use this backbone file")
+    parser.add_argument("--finetune-epochs", type=int, help="epochs of each step B run")
+    parser.add_argument("--sets", help="step B's sets, in order (default: all of them)")
     args = parser.parse_args(argv)
     work = QUICK if args.quick else FULL
+    if args.finetune_epochs:
+        work = dataclasses.replace(work, finetune_epochs=args.finetune_epochs)
+    if args.sets:
+        chosen = [name.strip() for name in args.sets.split(",")]
+        known = {row[0]: row for row in FULL.sets}
+        unknown = [name for name in chosen if name not in known]
+        if unknown:
+            parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+        work = dataclasses.replace(work, sets=tuple(known[name] for name in chosen))
     torch.set_num_threads(1)
     if args.weights_file:
         weights_file = args.weights_file

@@ -145,7 +145,6 @@ def pretrain(data: Path, output: Path, work: StandinWorkload) -> tuple[Path, flo
 
 
 # ---------------------------------------------------------------------- step B: fine-tuning
-# recipe name -> changes to the fine-tuning config (None: the from-scratch recipe).
 def finetune_variants() -> list[tuple[str, str, str, dict[str, Any]]]:
     """(row label, weights, finetune mode, recipe overrides) of every row of a set."""
     from workbench.core.runs.model_catalog import family_recipe, scratch_recipe

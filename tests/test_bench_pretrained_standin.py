@@ -1,0 +1,102 @@
+"""The pretrained stand-in bench: its backbone file is what fine-tuning starts from.
+
+A fixture pretrains a tiny stand-in (two steps of resnet18 on a few colour PNGs written to
+``tmp_path``) through the bench's step A; step B's config must load that file into the model
+it trains, and 'last_layer' must leave those tensors as the file has them. The expected values
+are the file's own tensors, read back with ``torch.load``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+from PIL import Image
+
+from workbench.bench.real_image_sets import write_real_set
+from workbench.bench.reference.pretrained_standin import (
+    StandinWorkload,
+    finetune_config,
+    finetune_run,
+    largest_clipart_categories,
+    pretrain,
+    write_clipart_set,
+)
+from workbench.core.models.building import build_model
+from workbench.core.transparency import TRANSPARENT_BACKGROUND
+
+TINY = StandinWorkload(pretrain_size=20, pretrain_crop=16, pretrain_epochs=1,
+                       finetune_epochs=1, resize=20, crop=16, seeds=(0,))
+
+
+def _write_colour_set(root: Path) -> Path:
+    rng = np.random.default_rng(0)
+    for split, count in (("train", 6), ("val", 2)):
+        for label, colour in (("red", (200, 30, 30)), ("blue", (30, 30, 200))):
+            folder = root / split / label
+            folder.mkdir(parents=True)
+            for index in range(count):
+                noise = rng.integers(-25, 26, (20, 20, 3))
+                pixels = np.clip(np.array(colour) + noise, 0, 255).astype(np.uint8)
+                Image.fromarray(pixels).save(folder / f"{index}.png")
+    return root
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, torch.Tensor]]:
+    root = tmp_path_factory.mktemp("standin")
+    data = _write_colour_set(root / "colours")
+    weights_file, _accuracy, _seconds = pretrain(data, root / "pretrain", TINY)
+    saved = torch.load(weights_file, map_location="cpu", weights_only=True)
+    return weights_file, saved
+
+
+def test_the_saved_file_is_the_backbone_without_the_head(standin) -> None:
+    _path, saved = standin
+    assert not [key for key in saved if key.startswith("fc.")]
+    resnet18 = torchvision.models.resnet18(weights=None).state_dict()
+    assert set(saved) == {key for key in resnet18 if not key.startswith("fc.")}
+
+
+def test_last_layer_fine_tuning_starts_from_the_file_and_keeps_it(standin, tmp_path) -> None:
+    weights_file, saved = standin
+    data = write_real_set("faces", tmp_path / "faces", train_per_class=4, val_per_class=2)
+    config = finetune_config(data, tmp_path / "out", weights_file, TINY, seed=0,
+                             finetune="last_layer")
+    assert (config.weights, config.finetune) == ("file", "last_layer")
+
+    messages: list[tuple[str, str]] = []
+    built = build_model(config, 2, lambda level, text: messages.append((level, text)))
+    built = built.state_dict()
+    assert ("info", f"Loaded {len(saved)} tensors from '{weights_file}'") in messages
+    for key, tensor in saved.items():
+        assert torch.equal(built[key], tensor), f"{key} was not loaded from the file"
+    head_before = built["fc.weight"].clone()
+
+    end, _seconds = finetune_run(config)
+    trained = torch.load(end.last_checkpoint_path, map_location="cpu", weights_only=True)["model"]
+    for key, tensor in saved.items():
+        assert torch.equal(trained[key], tensor), f"last_layer changed backbone tensor {key}"
+    assert trained["fc.weight"].shape == (2, 512)
+    assert not torch.equal(trained["fc.weight"], head_before), "the head did not train"
+
+
+def test_clip_art_is_decoded_with_transparency_over_workbench_grey(tmp_path) -> None:
+    root = tmp_path / "png"
+    for name, count in (("many", 3), ("few", 1), ("unsorted", 5)):
+        (root / name).mkdir(parents=True)
+        for index in range(count):
+            pixels = np.zeros((10, 10, 4), np.uint8)     # fully transparent black
+            pixels[:5, :, :] = (0, 0, 255, 255)           # opaque blue top half
+            Image.fromarray(pixels, "RGBA").save(root / name / f"{index}.png")
+    assert [f.name for f in largest_clipart_categories(root, 2)] == ["many", "few"]
+    out = write_clipart_set(tmp_path / "set", size=10, count=1, root=root)
+    files = sorted(out.rglob("*.png"))
+    assert len(files) == 3 and {f.parent.parent.name for f in files} == {"train", "val"}
+    image = np.asarray(Image.open(files[0]))
+    assert image.shape == (10, 10, 3)
+    assert tuple(image[0, 0]) == (0, 0, 255)
+    assert tuple(image[9, 0]) == tuple(TRANSPARENT_BACKGROUND)

@@ -1,0 +1,268 @@
+"""Fine-tuning measured on features pretrained here: a stand-in for ImageNet weights.
+
+ImageNet weights cannot be downloaded on every machine, which leaves the fine-tuning recipes
+(``model_catalog.RECIPES``), ``last_layer`` / ``full`` / ``head_then_full`` and their defaults
+unmeasured with pretrained features. This bench makes pretrained features here and measures
+on them:
+
+- Step A trains resnet18 from random weights, once, through Workbench's engine on real clip art
+  (Debian's ``openclipart-png``, ``/usr/share/openclipart/png``): the categories with the most
+  images, one class a category, each PNG decoded by Workbench's own decoder (transparency
+  composited over its mid grey) to a small RGB PNG. Its backbone (every tensor but the ``fc``
+  head) is saved as a plain state dict, the file a user gives as weights 'file'.
+- Step B fine-tunes from that file on *other* real sets (``real_image_sets``: digits64, faces,
+  and digits64 with 15 images a class), the config built as ``workbench train --weights file``
+  builds it (the family's fine-tuning recipe), with each fine-tune mode and against the
+  from-scratch recipe and the fine-tuning recipe's learning rate x3 and /3, for several seeds.
+  A row from random weights (the app's from-scratch defaults) shows what the features give.
+
+These are features pretrained here on clip art, not ImageNet's: a small, different source
+domain, so the table says which recipe and mode suit *some* pretrained features on small real
+sets, not what ImageNet weights would do.
+
+    python -m workbench.bench.reference.pretrained_standin --out /tmp/standin
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.events import Callback
+from workbench.core.training.engine import train
+
+CLIPART_ROOT = Path("/usr/share/openclipart/png")
+# "unsorted" is a category of the package but not a class of anything.
+_NOT_CLASSES = {"unsorted"}
+
+
+@dataclass(frozen=True)
+class StandinWorkload:
+    """Sizes of both steps."""
+
+    classes: int = 10            # clip art categories (the largest)
+    pretrain_size: int = 36      # decoded shorter side of the clip art PNGs
+    pretrain_crop: int = 32
+    pretrain_epochs: int = 8
+    finetune_epochs: int = 4
+    resize: int = 36
+    crop: int = 32
+    seeds: tuple[int, ...] = (0, 1, 2)
+    # (row name, real set, train per class, val per class)
+    sets: tuple[tuple[str, str, int | None, int | None], ...] = (
+        ("digits64-15", "digits64", 15, 40),
+        ("digits64-60", "digits64", 60, 40),
+        ("faces", "faces", None, None),
+    )
+
+
+FULL = StandinWorkload()
+QUICK = StandinWorkload(classes=3, pretrain_epochs=1, finetune_epochs=2, seeds=(0,),
+                        sets=(("digits64-15", "digits64", 15, 10),))
+
+
+# ---------------------------------------------------------------------- step A: pretraining
+def largest_clipart_categories(root: Path = CLIPART_ROOT, count: int = 10) -> list[Path]:
+    """The ``count`` category folders under ``root`` holding the most PNGs (ties by name)."""
+    if not root.is_dir():
+        raise FileNotFoundError(f"clip art folder '{root}' does not exist (Debian package "
+                                "openclipart-png)")
+    folders = [f for f in sorted(root.iterdir()) if f.is_dir() and f.name not in _NOT_CLASSES]
+    folders.sort(key=lambda f: -len(list(f.rglob("*.png"))))
+    return folders[:count]
+
+
+def write_clipart_set(out: Path, size: int, count: int = 10, val_share: float = 0.2,
+                      root: Path = CLIPART_ROOT, seed: int = 0) -> Path:
+    """``out/train|val/<category>/*.png``: each clip art PNG decoded by Workbench's decoder
+    (transparency over its grey, shorter side ``size``), a seeded ``val_share`` held out."""
+    from workbench.core.data.image_decoding import ImageDecodeError, decode_file
+
+    rng = np.random.default_rng(seed)
+    for folder in largest_clipart_categories(root, count):
+        paths = sorted(folder.rglob("*.png"))
+        order = rng.permutation(len(paths))
+        held = max(1, round(len(paths) * val_share))
+        for rank, index in enumerate(order):
+            try:
+                pixels = decode_file(str(paths[index]), size)
+            except ImageDecodeError:
+                continue
+            split = "val" if rank < held else "train"
+            target = out / split / folder.name
+            target.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(np.ascontiguousarray(pixels.transpose(1, 2, 0))).save(
+                target / f"{folder.name}_{rank:05d}.png")
+    return out
+
+
+def pretrain_config(data: Path, output: Path, work: StandinWorkload, seed: int = 0
+                    ) -> TrainConfig:
+    """resnet18 from random weights with the app's from-scratch recipe for it."""
+    from workbench.core.runs.model_defaults import apply_model_defaults, settings_for_weights
+
+    given: dict[str, Any] = dict(
+        data_root=str(data), model="resnet18", weights="none", finetune="full",
+        resize_size=work.pretrain_size, crop_size=work.pretrain_crop,
+        epochs=work.pretrain_epochs, batch_size=32, seed=seed, workers=0, amp=False,
+        output_dir=str(output / "runs"), cache_dir=str(output / "cache"), device="cpu")
+    config = apply_model_defaults(TrainConfig().replace(**given), set(given))
+    return settings_for_weights(config, set(given))[0]
+
+
+def save_backbone(checkpoint: str | Path, weights_file: Path) -> Path:
+    """Save the backbone of a Workbench model/checkpoint file (every tensor but the ``fc``
+    head) as a plain state dict at ``weights_file``."""
+    from workbench.core.models.building import _find_state_dict, strip_wrapper_prefixes
+
+    loaded = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    state = strip_wrapper_prefixes(_find_state_dict(loaded, Path(checkpoint)))
+    backbone = {k: v.clone() for k, v in state.items() if not k.startswith("fc.")}
+    weights_file.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(backbone, weights_file)
+    return weights_file
+
+
+def pretrain(data: Path, output: Path, work: StandinWorkload) -> tuple[Path, float, float]:
+    """Step A: (weights file, best val accuracy, seconds)."""
+    started = time.perf_counter()
+    end = train(pretrain_config(data, output, work), Callback())
+    if end.status != "completed":
+        raise RuntimeError(f"pretraining {end.status}: {end.error}")
+    path = save_backbone(end.best_model_path or end.last_checkpoint_path,
+                         output / "standin_resnet18_backbone.pt")
+    return path, end.best_val_accuracy, time.perf_counter() - started
+
+
+# ---------------------------------------------------------------------- step B: fine-tuning
+def finetune_variants() -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(row label, weights, finetune mode, recipe overrides) of every row of a set."""
+    from workbench.core.runs.model_catalog import family_recipe, scratch_recipe
+
+    recipe = family_recipe("resnet18")
+    scratch = {"momentum": 0.9, "lr_step_size": 7, "lr_gamma": 0.1, **scratch_recipe("resnet18")}
+    return [
+        ("last_layer / ft recipe", "file", "last_layer", {}),
+        ("full / ft recipe", "file", "full", {}),
+        ("head_then_full / ft recipe", "file", "head_then_full", {}),
+        ("full / ft lr x3", "file", "full", {"lr": recipe["lr"] * 3}),
+        ("full / ft lr /3", "file", "full", {"lr": recipe["lr"] / 3}),
+        ("full / scratch recipe", "file", "full", scratch),
+        ("random init / scratch defaults", "none", "full", {}),
+    ]
+
+
+def finetune_config(data: Path, output: Path, weights_file: Path | None, work: StandinWorkload,
+                    seed: int, finetune: str = "last_layer", weights: str = "file",
+                    overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The config ``workbench train --model resnet18 --weights file --weights-file F
+    --finetune MODE`` builds at this bench's sizes (the family's fine-tuning recipe), with
+    ``overrides`` on top."""
+    from workbench.core.runs.model_defaults import apply_model_defaults, settings_for_weights
+
+    given: dict[str, Any] = dict(
+        data_root=str(data), model="resnet18", weights=weights, finetune=finetune,
+        weights_file=str(weights_file) if weights == "file" and weights_file else "",
+        resize_size=work.resize, crop_size=work.crop, epochs=work.finetune_epochs,
+        batch_size=32, seed=seed, workers=0, amp=False, output_dir=str(output / "runs"),
+        cache_dir=str(output / "cache"), device="cpu")
+    config = apply_model_defaults(TrainConfig().replace(**given), set(given))
+    config = settings_for_weights(config, set(given))[0]
+    return config.replace(**(overrides or {}))
+
+
+def finetune_run(config: TrainConfig) -> tuple[Any, float]:
+    """(the run's end, seconds) of one run through the engine."""
+    started = time.perf_counter()
+    end = train(config, Callback())
+    if end.status != "completed":
+        raise RuntimeError(f"fine-tuning {end.status}: {end.error}")
+    return end, time.perf_counter() - started
+
+
+@dataclass
+class Row:
+    set_name: str
+    variant: str
+    accuracies: list[float]
+    seconds: float
+
+    def line(self) -> str:
+        mean = statistics.fmean(self.accuracies)
+        spread = max(self.accuracies) - min(self.accuracies)
+        return (f"| {self.set_name} | {self.variant} | {mean:.3f} | {spread:.3f} | "
+                f"{self.seconds:.0f} |")
+
+
+def finetune_table(weights_file: Path, output: Path, work: StandinWorkload,
+                   echo: Any = print) -> list[Row]:
+    """Step B: every variant on every set, each over ``work.seeds`` (seeds alternate)."""
+    from workbench.bench.real_image_sets import write_real_set
+
+    rows: list[Row] = []
+    for set_name, real_set, per_class, val_per_class in work.sets:
+        data = write_real_set(real_set, output / "sets" / set_name, per_class, val_per_class)
+        by_variant = {label: Row(set_name, label, [], 0.0)
+                      for label, *_ in finetune_variants()}
+        for seed in work.seeds:
+            for label, weights, mode, overrides in finetune_variants():
+                config = finetune_config(data, output / set_name, weights_file, work, seed,
+                                         mode, weights, overrides)
+                end, seconds = finetune_run(config)
+                row = by_variant[label]
+                row.accuracies.append(end.best_val_accuracy)
+                row.seconds += seconds
+                echo(f"  {set_name} seed {seed} {label}: {end.best_val_accuracy:.3f} "
+                     f"({seconds:.0f} s)", flush=True)
+        for row in by_variant.values():
+            row.seconds /= len(work.seeds)
+            echo(row.line(), flush=True)
+        rows.extend(by_variant.values())
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for sets, runs, file")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (checks it works)")
+    parser.add_argument("--weights-file", type=Path, help="skip step A; use this backbone file")
+    parser.add_argument("--finetune-epochs", type=int, help="epochs of each step B run")
+    parser.add_argument("--sets", help="step B's sets, in order (default: all of them)")
+    args = parser.parse_args(argv)
+    work = QUICK if args.quick else FULL
+    if args.finetune_epochs:
+        work = dataclasses.replace(work, finetune_epochs=args.finetune_epochs)
+    if args.sets:
+        chosen = [name.strip() for name in args.sets.split(",")]
+        known = {row[0]: row for row in FULL.sets}
+        unknown = [name for name in chosen if name not in known]
+        if unknown:
+            parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+        work = dataclasses.replace(work, sets=tuple(known[name] for name in chosen))
+    torch.set_num_threads(1)
+    if args.weights_file:
+        weights_file = args.weights_file
+    else:
+        clipart = write_clipart_set(args.out / "clipart", work.pretrain_size, work.classes)
+        weights_file, accuracy, seconds = pretrain(clipart, args.out / "pretrain", work)
+        print(f"step A: resnet18 on {work.classes} clip art categories at "
+              f"{work.pretrain_crop} px, {work.pretrain_epochs} epochs: best val accuracy "
+              f"{accuracy:.3f}, {seconds:.0f} s -> {weights_file}", flush=True)
+    print("| set | mode / recipe | mean best val acc | spread | seconds a run |")
+    print("|---|---|---|---|---|")
+    rows = finetune_table(weights_file, args.out / "finetune", work)
+    print("\n".join(row.line() for row in rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -43,6 +43,9 @@ def test_an_unknown_set_is_named():
 
 
 def test_a_missing_package_names_the_bench_extra(monkeypatch, tmp_path):
+    # Both names: once another test has imported skimage.data, ``from skimage.data import``
+    # finds that submodule without looking at its parent.
     monkeypatch.setitem(__import__("sys").modules, "skimage", None)
+    monkeypatch.setitem(__import__("sys").modules, "skimage.data", None)
     with pytest.raises(ImportError, match=r"image set 'faces' needs skimage.*workbench\[bench\]"):
         write_real_set("faces", tmp_path / "faces")

@@ -10,33 +10,27 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.data.cache_folder import folder_identity
+from workbench.core.data.class_folders import (
+    DatasetError,
+    SkippedFile,
+    class_folder_names,
+    collect_class,
+    has_images,
+    is_ignored_folder,
+    is_image_name,
+    list_folder,
+)
 from workbench.core.data.dataset_split import (
     identical_byte_groups,
     split_dataset,
     split_fingerprint,
 )
-from workbench.core.data.folder_links import LinkGuard, linked_class_problems
 from workbench.core.file_names import shown_name
-
-# torchvision.datasets.folder.IMG_EXTENSIONS, written out (importing torchvision takes seconds,
-# and the GUI scans folders long before it needs torch), plus .gif, whose first frame is used.
-IMG_EXTENSIONS = (
-    ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif"
-)
-
-# Folders and files that operating systems, archivers and tools leave behind: never a class,
-# never an image, not worth a line in the skipped list. Folders starting with "." are also
-# ignored (.git, .ipynb_checkpoints), as are AppleDouble "._name" files from macOS zips.
-SYSTEM_FOLDERS = frozenset(
-    {"__MACOSX", "__pycache__", "@eaDir", "$RECYCLE.BIN", "System Volume Information"}
-)
-SYSTEM_FILES = frozenset({".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini", "Icon\r"})
 
 # Images with fewer than this many training samples in a class earn a warning.
 FEW_IMAGES = 10
@@ -44,18 +38,6 @@ FEW_IMAGES = 10
 SHOWN_CLASSES = 10
 # A ratio of largest to smallest class at or above this earns a warning.
 IMBALANCE_WARNING_RATIO = 3.0
-
-
-class DatasetError(Exception):
-    """The folder cannot be used as a dataset; the message names the folder and the reason."""
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    """A file the scan left out, and why."""
-
-    path: str
-    reason: str
 
 
 @dataclass
@@ -223,11 +205,11 @@ def scan_dataset(
         raise DatasetError(f"{typed}: is a file, not a folder")
     root_str = folder_identity(typed)
     skipped: list[SkippedFile] = []
-    subfolders, loose_files = _list_folder(root_str)
+    subfolders, loose_files = list_folder(root_str)
     if "train" in subfolders and "val" in subfolders:
         scan = _scan_train_val(root_str, val_fraction, seed, verify, skipped)
         return _without_left_out(scan, leave_out)
-    if "train" in subfolders and not _has_images(os.path.join(root_str, "train")):
+    if "train" in subfolders and not has_images(os.path.join(root_str, "train")):
         # root/train/<class>/ without root/val: the class folders are one level down.
         raise DatasetError(
             f"{root_str}: has a 'train' folder but no 'val' folder; add "
@@ -258,9 +240,9 @@ def _scan_flat(
     skipped.extend(
         SkippedFile(os.path.join(root, name), "image outside any class folder")
         for name in loose_files
-        if _is_image_name(name)
+        if is_image_name(name)
     )
-    class_names = _class_names(root, subfolders, skipped)
+    class_names = class_folder_names(root, subfolders, skipped)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     listed = set(leave_out)
     classes: list[tuple[str, list[str]]] = []
@@ -293,7 +275,7 @@ def _scan_train_val(
 ) -> DatasetScan:
     train_root = os.path.join(root, "train")
     val_root = os.path.join(root, "val")
-    class_names = _class_names(train_root, _list_folder(train_root)[0], skipped)
+    class_names = class_folder_names(train_root, list_folder(train_root)[0], skipped)
     class_to_idx = {name: index for index, name in enumerate(class_names)}
     train: list[tuple[str, int]] = []
     for name in class_names:
@@ -301,18 +283,18 @@ def _scan_train_val(
         train.extend((path, class_to_idx[name]) for path in files)
     val: list[tuple[str, int]] = []
     mismatches: list[str] = []
-    val_classes = sorted(n for n in _list_folder(val_root)[0] if not _is_ignored_folder(n))
+    val_classes = sorted(n for n in list_folder(val_root)[0] if not is_ignored_folder(n))
     for name in val_classes:
         folder = os.path.join(val_root, name)
         if name not in class_to_idx:
-            files = _collect_class(folder, False, [])
+            files = collect_class(folder, False, [])
             skipped.extend(SkippedFile(p, f"class '{name}' is not in train") for p in files)
             mismatches.append(
                 f"{folder}: class '{name}' has no train folder; its "
                 f"{_plural(len(files), 'val image')} are skipped"
             )
             continue
-        files = _collect_class(folder, verify, skipped)
+        files = collect_class(folder, verify, skipped)
         if not files:
             mismatches.append(f"{folder}: class '{name}' has no val images")
         val.extend((path, class_to_idx[name]) for path in files)
@@ -326,186 +308,12 @@ def _scan_train_val(
                        mismatches, val_fraction, seed)
 
 
-def _list_folder(folder: str) -> tuple[list[str], list[str]]:
-    """Names of the subfolders and of the files directly inside ``folder``."""
-    folders: list[str] = []
-    files: list[str] = []
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                (folders if _is_dir(entry) else files).append(entry.name)
-    except OSError as exc:
-        raise DatasetError(f"{folder}: cannot list folder ({exc.strerror or exc})") from exc
-    return folders, files
-
-
-def _class_names(folder: str, subfolders: list[str],
-                 skipped: list[SkippedFile] | None = None) -> list[str]:
-    """The class folders among ``subfolders``, sorted; a linked one that would loop or repeat
-    another class (``linked_class_problems``) is left out, with its reason in ``skipped``."""
-    names = _candidate_classes(subfolders)
-    problems = linked_class_problems(folder, names)
-    if skipped is not None:
-        skipped.extend(SkippedFile(os.path.join(folder, name), reason)
-                       for name, reason in problems.items())
-    names = [name for name in names if name not in problems]
-    if not names:
-        raise DatasetError(
-            f"{shown_name(folder)}: no class subfolders; put each class's images in a folder "
-            f"of its own ({shown_name(folder)}/<class>/image.jpg)"
-        )
-    return names
-
-
-def _candidate_classes(subfolders: list[str]) -> list[str]:
-    return sorted(name for name in subfolders if not _is_ignored_folder(name))
-
-
 def _required_class_images(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
     """The images of a training class folder; a class with none cannot be trained."""
-    files = _collect_class(folder, verify, skipped)
+    files = collect_class(folder, verify, skipped)
     if not files:
         raise DatasetError(_no_images_message(folder, skipped))
     return files
-
-
-def _collect_class(folder: str, verify: bool, skipped: list[SkippedFile]) -> list[str]:
-    """Every usable image under ``folder``, recursively, sorted by path.
-
-    Links are followed as ``folder_links`` allows. The folders reached without a link are
-    listed first, then the links, so each real file is listed once, under its own path where
-    the class holds it; a link into a loop or another class folder is skipped with its reason.
-    """
-    walk = _ClassWalk(folder, verify, skipped)
-    walk.run()
-    return sorted(walk.found)
-
-
-class _ClassWalk:
-    """The listing of one class folder (see ``_collect_class``)."""
-
-    def __init__(self, folder: str, verify: bool, skipped: list[SkippedFile]) -> None:
-        self.verify = verify
-        self.skipped = skipped
-        self.found: list[str] = []
-        self.guard = LinkGuard(
-            folder, lambda: _candidate_classes(_list_folder(os.path.dirname(folder))[0]))
-        self.folders = [(folder, False)]  # (folder, reached through a link)
-        self.links: list[os.DirEntry[str]] = []  # followed once the folders are listed
-        self.seen_dirs: set[tuple[int, int]] = set()
-        self.seen_files: set[tuple[int, int]] = set()
-
-    def run(self) -> None:
-        problem = self.guard.class_folder_problem()  # a val/ class that is a link, say
-        if problem:
-            self.skipped.append(SkippedFile(self.folders.pop()[0], problem))
-        while self.folders or self.links:
-            if self.folders:
-                self._list(*self.folders.pop())
-            elif _is_dir(self.links[-1]):
-                self._list(self.links.pop().path, True)
-            else:
-                self._add_image(self.links.pop(), via_link=True)
-
-    def _list(self, current: str, via_link: bool) -> None:
-        try:
-            info = os.stat(current)
-        except OSError:
-            return
-        if (info.st_dev, info.st_ino) in self.seen_dirs:
-            self.skipped.append(SkippedFile(
-                current, "link to a folder this class already lists: not followed"))
-            return
-        self.seen_dirs.add((info.st_dev, info.st_ino))
-        try:
-            with os.scandir(current) as entries:
-                for entry in entries:
-                    self._sort(entry, current, via_link)
-        except OSError as exc:
-            raise DatasetError(f"{current}: cannot list folder ({exc.strerror or exc})") from exc
-
-    def _sort(self, entry: os.DirEntry[str], current: str, via_link: bool) -> None:
-        """One entry of ``current``: a folder to list, a link to follow later, an image, or
-        a skipped file."""
-        is_link = _is_link(entry)
-        if _is_dir(entry):
-            if _is_ignored_folder(entry.name):
-                return
-            reason = self.guard.folder_link_problem(entry.path, current) if is_link else None
-            if reason:
-                self.skipped.append(SkippedFile(entry.path, reason))
-            elif is_link:
-                self.links.append(entry)
-            else:
-                self.folders.append((entry.path, via_link))
-            return
-        if _is_system_file(entry.name):
-            return
-        if is_link and _file_problem(entry, self.verify) is None:
-            reason = self.guard.file_link_problem(entry.path)
-            if reason:
-                self.skipped.append(SkippedFile(entry.path, reason))
-            else:
-                self.links.append(entry)
-            return
-        self._add_image(entry, via_link)
-
-    def _add_image(self, entry: os.DirEntry[str], via_link: bool) -> None:
-        reason = _file_problem(entry, self.verify)
-        if reason is not None:
-            self.skipped.append(SkippedFile(entry.path, reason))
-            return
-        info = entry.stat()  # cached by the DirEntry since _file_problem
-        key = (info.st_dev, info.st_ino)
-        # st_ino is 0 where the system gives no file identity (DirEntry on Windows).
-        if via_link and info.st_ino and key in self.seen_files:
-            self.skipped.append(SkippedFile(
-                entry.path, "link to an image this class already lists: listed once"))
-            return
-        self.seen_files.add(key)
-        self.found.append(entry.path)
-
-
-def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
-    """Why this file cannot be used, or None when it can."""
-    name = entry.name
-    if name.startswith("."):
-        return "hidden file"
-    if not _is_image_name(name):
-        extension = os.path.splitext(name)[1] or "(none)"
-        return f"not an image file (extension {extension})"
-    try:
-        info = entry.stat()  # follows a symlink: a dangling one fails here
-    except OSError as exc:
-        return f"cannot read file ({exc.strerror or exc})"
-    if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"  # a FIFO or device would block the loader forever
-    if info.st_size == 0:
-        return "empty file (0 bytes)"
-    if verify:
-        return _identify_problem(entry.path)
-    return None
-
-
-def _identify_problem(path: str) -> str | None:
-    """Why Pillow cannot use this file, judged from its header and size alone."""
-    # Imported here: Pillow and numpy are not needed by a scan that does not verify.
-    from PIL import Image
-
-    from workbench.core.data.image_decoding import (
-        ImageDecodeError,
-        check_decoded_size,
-        decode_failure_reason,
-    )
-
-    try:
-        with Image.open(path) as image:
-            check_decoded_size(image)
-    except ImageDecodeError as exc:
-        return exc.reason
-    except Exception as exc:  # noqa: BLE001 - malformed headers raise all kinds of errors
-        return decode_failure_reason(exc)
-    return None
 
 
 def _no_images_message(folder: str, skipped: list[SkippedFile]) -> str:
@@ -514,40 +322,6 @@ def _no_images_message(folder: str, skipped: list[SkippedFile]) -> str:
     if inside:
         text += f" ({_plural(len(inside), 'file')} skipped, e.g. {inside[0].reason})"
     return text
-
-
-def _has_images(folder: str) -> bool:
-    try:
-        with os.scandir(folder) as entries:
-            return any(_is_image_name(e.name) for e in entries if not _is_dir(e))
-    except OSError:
-        return False
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
-def _is_link(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_symlink()
-    except OSError:
-        return False
-
-
-def _is_ignored_folder(name: str) -> bool:
-    return name.startswith(".") or name in SYSTEM_FOLDERS
-
-
-def _is_system_file(name: str) -> bool:
-    return name in SYSTEM_FILES or name.startswith("._")
-
-
-def _is_image_name(name: str) -> bool:
-    return name.lower().endswith(IMG_EXTENSIONS)
 
 
 def _counts(samples: list[tuple[str, int]], classes: int) -> list[int]:

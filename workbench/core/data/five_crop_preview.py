@@ -21,7 +21,7 @@ from workbench.core.data.augmentation.mixing import BatchMixer
 from workbench.core.data.augmentation.pixel_augmentation import pixel_augmentation_for
 from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.batched_crops import multi_crop_boxes
-from workbench.core.data.dataset_scan import IMG_EXTENSIONS
+from workbench.core.data.class_folders import IMG_EXTENSIONS
 from workbench.core.data.image_cache import load_image_uint8
 from workbench.core.data.image_decoding import (
     ImageDecodeError,

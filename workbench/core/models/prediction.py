@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from workbench.core.data.dataset_scan import IMG_EXTENSIONS
+from workbench.core.data.class_folders import IMG_EXTENSIONS
 from workbench.core.data.image_cache import ImageDecodeError, load_image_uint8
 from workbench.core.data.transforms import build_eval_transform, normalization_for
 from workbench.core.file_names import shown_name, stored_name

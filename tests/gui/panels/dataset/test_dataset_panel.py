@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pytest
 from PIL import Image
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
@@ -16,15 +15,6 @@ from workbench.core.data.generated.synthetic_images import write_shape_dataset
 from workbench.gui.panels.dataset.dataset_panel import DatasetPanel
 
 SCAN_TIMEOUT_MS = 20_000
-
-
-@pytest.fixture
-def panel(qtbot):
-    widget = DatasetPanel()
-    qtbot.addWidget(widget)
-    widget.resize(1000, 650)
-    yield widget
-    assert widget.wait_for_scan(10_000)
 
 
 def scan_folder(qtbot, panel: DatasetPanel, folder: Path):

@@ -7,21 +7,9 @@ from __future__ import annotations
 import os
 import random
 
-import pytest
 from PIL import Image
 
-from workbench.gui.panels.dataset.dataset_panel import DatasetPanel
-
 SCAN_TIMEOUT_MS = 20_000
-
-
-@pytest.fixture
-def panel(qtbot):
-    widget = DatasetPanel()
-    qtbot.addWidget(widget)
-    widget.resize(1000, 650)
-    yield widget
-    assert widget.wait_for_scan(10_000)
 
 
 def noise_png(path: bytes, seed: int) -> None:

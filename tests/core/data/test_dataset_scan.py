@@ -262,3 +262,27 @@ def test_every_spelling_of_a_folder_names_its_files_by_its_real_path(tmp_path: P
     assert {s.root for s in scans} == {str(root)}
     assert all(s.train == scans[0].train and s.val == scans[0].val for s in scans)
     assert all(path.startswith(str(root) + os.sep) for path, _ in scans[0].train)
+
+
+def test_header_checks_open_an_unchanged_file_once_and_a_changed_one_again(tmp_path, monkeypatch):
+    """The Dataset tab, the pre-flight (again at each settings change) and the run all check
+    headers: an unchanged image is opened once, and a file replaced by a broken one is seen."""
+    from PIL import Image as PILImage
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        for index in range(3):
+            PILImage.new("RGB", (8, 8), (index * 40, 0, 0)).save(tmp_path / name / f"{index}.png")
+    opened: list[str] = []
+    real_open = PILImage.open
+    monkeypatch.setattr(PILImage, "open", lambda path, *a, **k: (opened.append(str(path)),
+                                                                  real_open(path, *a, **k))[1])
+    first = scan_dataset(tmp_path, verify=True)
+    assert len(opened) == 6 and not first.skipped
+    second = scan_dataset(tmp_path, verify=True)
+    assert len(opened) == 6 and not second.skipped  # nothing opened again
+
+    (tmp_path / "a" / "1.png").write_bytes(b"not a png at all")  # new size and time
+    third = scan_dataset(tmp_path, verify=True)
+    assert [s.path for s in third.skipped] == [str(tmp_path.resolve() / "a" / "1.png")]
+    assert len(opened) == 7

@@ -21,6 +21,7 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from workbench.core.file_names import shown_name
 
@@ -202,12 +203,16 @@ def _file_problem(entry: os.DirEntry[str], verify: bool) -> str | None:
     if info.st_size == 0:
         return "empty file (0 bytes)"
     if verify:
-        return _identify_problem(entry.path)
+        return _identify_problem(entry.path, info.st_size, info.st_mtime_ns)
     return None
 
 
-def _identify_problem(path: str) -> str | None:
-    """Why Pillow cannot use this file, judged from its header and size alone."""
+@lru_cache(maxsize=200_000)
+def _identify_problem(path: str, _size: int, _mtime_ns: int) -> str | None:
+    """Why Pillow cannot use this file, judged from its header and size alone. Remembered per
+    (path, size, modification time): the Dataset tab, the pre-flight and the run all scan
+    with header checks, and each settings change runs the pre-flight again, so an unchanged
+    file is opened once a process."""
     # Imported here: Pillow and numpy are not needed by a scan that does not verify.
     from PIL import Image
 

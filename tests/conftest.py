@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import faulthandler
 import hashlib
 import http.server
 import os
 import random
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -18,6 +20,17 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+EXIT_LIMIT_S = 300
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config) -> None:
+    """The tests' limit (pytest-timeout) ends with the last test; what runs after it, the Qt
+    application's and the thread pool's teardown at exit, gets EXIT_LIMIT_S too: past that
+    every thread's stack is printed and the process exits with status 1, rather than hold a
+    CI run until its own limit."""
+    faulthandler.dump_traceback_later(EXIT_LIMIT_S, exit=True, file=sys.__stderr__)
 
 
 @pytest.fixture(autouse=True, scope="session")

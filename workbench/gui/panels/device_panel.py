@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from workbench.core.runs.config import TrainConfig
 from workbench.gui.panels.speed_memory_panel import SpeedMemoryPanel
 from workbench.gui.widgets.form_fields import guard_wheel
-from workbench.gui.workers.pool_tasks import LatestRequestRunner
+from workbench.gui.workers.pool_tasks import JobSignals, LatestRequestRunner
 
 AUTO = "auto"
 
@@ -67,7 +67,7 @@ def find_batch_size_stoppable(config: TrainConfig, num_classes: int, max_batch: 
                            should_stop=stop.is_set)
 
 
-class _DetectionSignals(QObject):
+class _DetectionSignals(JobSignals):
     detected = Signal(object)
     failed = Signal(str)
 
@@ -76,7 +76,7 @@ class _DetectionJob(QRunnable):
     def __init__(self, extra: tuple[str, ...]) -> None:
         super().__init__()
         self.extra = extra
-        self.signals = _DetectionSignals()
+        self.signals = _DetectionSignals.for_a_pool_job()
 
     def run(self) -> None:
         try:
@@ -86,6 +86,8 @@ class _DetectionJob(QRunnable):
             self.signals.failed.emit(f"Device detection failed: {detail}")
         else:
             self.signals.detected.emit(choices)
+        finally:
+            self.signals.release()
 
 
 class DevicePanel(QWidget):

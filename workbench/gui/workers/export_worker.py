@@ -17,14 +17,15 @@ import sys
 import traceback
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QRunnable, Signal
+from PySide6.QtCore import QRunnable, Signal
 
 import workbench
+from workbench.gui.workers.pool_tasks import JobSignals
 
 EXPORT_TIMEOUT_S = 1800
 
 
-class ExportSignals(QObject):
+class ExportSignals(JobSignals):
     """Signals of one export job; the object lives in the UI thread, so slots run there."""
 
     exported = Signal(object)
@@ -92,8 +93,8 @@ class ExportJob(QRunnable):
     is "onnx") at ``out_path`` and verify it, in a child process.
 
     Emits ``exported(ExportResult)`` or ``errored(message)``, then ``finished``. Connect to
-    ``job.signals`` before handing the job to a pool, and keep a reference to ``job.signals``
-    until ``finished`` arrives (the pool deletes the runnable itself).
+    ``job.signals`` before handing the job to a pool; they are delivered on the GUI thread,
+    where the signals object deletes itself after ``finished`` (see ``JobSignals``).
     """
 
     def __init__(self, model_file: str | Path, out_path: str | Path,
@@ -102,7 +103,7 @@ class ExportJob(QRunnable):
         self.model_file = str(model_file)
         self.out_path = str(out_path)
         self.export_format = export_format
-        self.signals = ExportSignals()
+        self.signals = ExportSignals.for_a_pool_job()
 
     def run(self) -> None:
         """Runs in a pool thread."""
@@ -121,3 +122,4 @@ class ExportJob(QRunnable):
             self.signals.errored.emit(f"Export failed unexpectedly: {detail}")
         finally:
             self.signals.finished.emit()
+            self.signals.release()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import traceback
 
-from PySide6.QtCore import QObject, QRunnable, Signal
+from PySide6.QtCore import QRunnable, Signal
 
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
+from workbench.gui.workers.pool_tasks import JobSignals
 
 
-class LrFinderSignals(QObject):
+class LrFinderSignals(JobSignals):
     """Signals of one range test; the object lives in the UI thread, so slots run there."""
 
     step_measured = Signal(int, float, float)
@@ -33,8 +34,8 @@ class LrFinderSignals(QObject):
 class LrFinderJob(QRunnable):
     """Run ``find_lr_for_config(config, steps)`` once, in a pool thread.
 
-    Connect to ``job.signals`` before handing the job to a pool, and keep a reference to
-    ``job.signals`` until ``finished`` arrives (the pool deletes the runnable itself).
+    Connect to ``job.signals`` before handing the job to a pool; they are delivered on the GUI
+    thread, where the signals object deletes itself after ``finished`` (see ``JobSignals``).
     """
 
     def __init__(self, config: TrainConfig, steps: int) -> None:
@@ -42,7 +43,7 @@ class LrFinderJob(QRunnable):
         self.config = config
         self.steps = steps
         self.control = RunControl()
-        self.signals = LrFinderSignals()
+        self.signals = LrFinderSignals.for_a_pool_job()
 
     def cancel(self) -> None:
         """Stop before the next step; safe from any thread. No result is reported after it."""
@@ -62,6 +63,7 @@ class LrFinderJob(QRunnable):
                 self.signals.errored.emit(failure_message(exc, self.config))
         finally:
             self.signals.finished.emit()
+            self.signals.release()
 
 
 def failure_message(exc: BaseException, config: TrainConfig) -> str:

@@ -8,13 +8,20 @@ request's outcome is emitted; everything older is dropped before it reaches a wi
 
 Pool tasks never touch widgets: they return plain data (numbers, numpy arrays, dataclasses) and
 the GUI thread turns it into pixmaps.
+
+Every pool job reports through a :class:`JobSignals` object made by ``for_a_pool_job``: owned by
+the application and deleted on the GUI thread once all it emitted has been delivered. A job
+holds no other reference to a QObject. The pool deletes a finished job in its own thread, when
+it likes; a QObject whose last Python reference went with the job was destroyed there, in the
+middle of the GUI thread delivering its queued signals (a test session crashed with a
+segmentation fault in the event loop).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import (
     QCoreApplication,
@@ -26,9 +33,34 @@ from PySide6.QtCore import (
     Slot,
 )
 
+SignalsType = TypeVar("SignalsType", bound="JobSignals")
 
-class TaskSignals(QObject):
-    """What a ``FunctionTask`` reports; created on the GUI thread so slots run there."""
+
+class JobSignals(QObject):
+    """The signals of one pool job; subclasses declare what the job reports.
+
+    Made with ``for_a_pool_job`` on the GUI thread, so slots connected to them run there. The
+    job calls ``release`` last, in its pool thread, whatever happened: its queued delivery,
+    after everything the job emitted, deletes the object on the GUI thread.
+    """
+
+    _released = Signal()
+
+    @classmethod
+    def for_a_pool_job(cls: type[SignalsType]) -> SignalsType:
+        """A signals object owned by the application (not by Python, so the pool dropping
+        the job's references in its thread deletes nothing) that deletes itself on release."""
+        signals = cls(QCoreApplication.instance())
+        signals._released.connect(signals.deleteLater)
+        return signals
+
+    def release(self) -> None:
+        """The job's last call: nothing more will be emitted."""
+        self._released.emit()
+
+
+class TaskSignals(JobSignals):
+    """What a ``FunctionTask`` reports."""
 
     succeeded = Signal(int, object)
     """The function returned: ``(request_id, result)``."""
@@ -36,8 +68,6 @@ class TaskSignals(QObject):
     """The function raised: ``(request_id, message)``."""
     finished = Signal(int)
     """The task is over, whether it succeeded, failed or was skipped as stale."""
-    _released = Signal()
-    """Emitted last; its queued delivery deletes this object on the GUI thread."""
 
 
 def error_message(exc: BaseException) -> str:
@@ -68,12 +98,7 @@ class FunctionTask(QRunnable):
     ) -> None:
         super().__init__()
         self.request_id = request_id
-        # Owned by the application object, not by Python: the pool thread drops this task (and
-        # its Python references) whenever it likes, while the signals object must outlive the
-        # delivery of its queued signals and be deleted on its own thread. It deletes itself
-        # when ``_released``, emitted after everything else, reaches the GUI thread.
-        self.signals = TaskSignals(QCoreApplication.instance())
-        self.signals._released.connect(self.signals.deleteLater)
+        self.signals = TaskSignals.for_a_pool_job()
         self._fn = fn
         self._args = args
         self._is_stale = is_stale
@@ -94,7 +119,7 @@ class FunctionTask(QRunnable):
             self.signals.finished.emit(self.request_id)
             if self._on_done is not None:
                 self._on_done()
-            self.signals._released.emit()
+            self.signals.release()
 
 
 class TasksInFlight:
@@ -131,6 +156,23 @@ class TasksInFlight:
         return True
 
 
+class LatestRequest:
+    """The id of a runner's latest request, readable from any thread; a plain object, so a
+    task may hold it (a task must not hold the runner, a QObject: see the module's note)."""
+
+    def __init__(self) -> None:
+        self.latest_id = 0
+
+    def next_id(self) -> int:
+        """GUI thread: a new request, now the latest; its id."""
+        self.latest_id += 1
+        return self.latest_id
+
+    def is_stale(self, request_id: int) -> bool:
+        """True when a newer request (or a cancel) has superseded ``request_id``."""
+        return request_id != self.latest_id
+
+
 class LatestRequestRunner(QObject):
     """Runs one kind of job in a pool where each new request supersedes the previous ones.
 
@@ -155,12 +197,12 @@ class LatestRequestRunner(QObject):
         super().__init__(parent)
         self._pool = pool if pool is not None else QThreadPool.globalInstance()
         self._priority = priority
-        self._latest_id = 0
+        self._latest = LatestRequest()
         self._in_flight = TasksInFlight()
 
     def latest_request_id(self) -> int:
         """Id of the most recent submission (0 before the first)."""
-        return self._latest_id
+        return self._latest.latest_id
 
     def is_busy(self) -> bool:
         """True while a task of this runner is queued or running."""
@@ -168,9 +210,8 @@ class LatestRequestRunner(QObject):
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> int:
         """Queue ``fn(*args)`` in the pool; returns the new request id, which is now the latest."""
-        self._latest_id += 1
-        request_id = self._latest_id
-        task = FunctionTask(request_id, fn, args, self.is_stale, self._in_flight.done)
+        request_id = self._latest.next_id()
+        task = FunctionTask(request_id, fn, args, self._latest.is_stale, self._in_flight.done)
         task.signals.succeeded.connect(self._on_task_succeeded)
         task.signals.failed.connect(self._on_task_failed)
         self._in_flight.started()
@@ -179,11 +220,11 @@ class LatestRequestRunner(QObject):
 
     def cancel(self) -> None:
         """Make every request stale: queued tasks are skipped and no outcome is emitted."""
-        self._latest_id += 1
+        self._latest.next_id()
 
     def is_stale(self, request_id: int) -> bool:
         """True when a newer request (or ``cancel``) has superseded ``request_id``."""
-        return request_id != self._latest_id
+        return self._latest.is_stale(request_id)
 
     def wait_for_done(self, msecs: int = -1) -> bool:
         """Block until this runner's tasks are over (not the whole pool's); False on timeout.

@@ -7,16 +7,16 @@ connection leaves nothing where the next run looks. torch is imported when the j
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QRunnable, Signal
+from PySide6.QtCore import QRunnable, Signal
 
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import Progress
-from workbench.gui.workers.pool_tasks import error_message
+from workbench.gui.workers.pool_tasks import JobSignals, error_message
 
 TASK = "Downloading ImageNet weights"
 
 
-class WeightsDownloadSignals(QObject):
+class WeightsDownloadSignals(JobSignals):
     """Signals of one download; the object lives in the UI thread, so slots run there."""
 
     progress = Signal(object)
@@ -32,15 +32,15 @@ class WeightsDownloadSignals(QObject):
 
 
 class WeightsDownloadJob(QRunnable):
-    """One download; connect to ``job.signals`` before handing the job to a pool, and keep a
-    reference to them until ``finished``."""
+    """One download; connect to ``job.signals`` before handing the job to a pool; the signals
+    object deletes itself on the GUI thread after ``finished`` (see ``JobSignals``)."""
 
     def __init__(self, model: str) -> None:
         """``model``: whose ImageNet weights to download, e.g. 'convnext_tiny'."""
         super().__init__()
         self._model = model
         self.control = RunControl()
-        self.signals = WeightsDownloadSignals()
+        self.signals = WeightsDownloadSignals.for_a_pool_job()
         self._shown_percent: int | None = None
 
     def cancel(self) -> None:
@@ -65,6 +65,7 @@ class WeightsDownloadJob(QRunnable):
             self.signals.failed.emit(error_message(exc), error_message(exc))
         finally:
             self.signals.finished.emit()
+            self.signals.release()
 
     def _on_progress(self, received: int, total: int | None) -> None:
         percent = 100 * received // total if total else received // 1_000_000

@@ -4,8 +4,8 @@ Each model is measured in turn (``core.training.tuning.model_measurement``), rem
 measurements file and reported as soon as it is done, so the table fills row by row. Cancel is
 a ``threading.Event`` the measurement checks between steps; after it no further row and no
 error is reported, and ``finished`` still comes last. The controller owns the thread the
-superqt way (``moveToThread``, ``started -> run``, ``finished -> quit``, ``deleteLater``) and
-never terminates it: closing the picker asks it to stop and waits.
+superqt way (``moveToThread``, ``started -> run``, ``finished -> quit``; see ``thread_for``)
+and never terminates it: closing the picker asks it to stop and waits.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Training in one QThread: the engine's callback events become Qt signals.
 
 The wiring is superqt's: ``worker.moveToThread(thread)``, ``thread.started -> worker.run``,
-``worker.finished -> thread.quit`` and ``deleteLater`` on both. The worker never touches a
+``worker.finished -> thread.quit``; the thread deletes itself once finished and the worker is
+deleted on the GUI thread after that (see ``thread_for``). The worker never touches a
 widget; stop and pause go through :class:`~workbench.core.runs.control.RunControl`, so the thread is
 asked to stop and always finishes on its own (it is never terminated).
 
@@ -276,8 +277,8 @@ class TrainingController(RunSignals):
 def create_training_thread(config: TrainConfig) -> tuple[QThread, TrainingWorker]:
     """A worker and its (not yet started) thread, wired the superqt way.
 
-    The caller keeps both references while the run lasts; both objects delete themselves
-    (``deleteLater``) once the thread has finished.
+    The caller keeps both references until the thread's ``finished`` reaches it, then drops
+    them (see ``thread_for``).
     """
     worker = TrainingWorker(config)
     return thread_for(worker, "workbench-training"), worker

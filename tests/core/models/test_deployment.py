@@ -93,6 +93,8 @@ def test_each_format_is_measured_against_float32_and_reported(best_model, tmp_pa
     meta = session.get_modelmeta().custom_metadata_map
     assert json.loads(meta["class_names"]) == load_model_file(best_model)[1]
     assert json.loads(meta["preprocessing"])["variant"] == "int8"
+    # Calibrated on the training split (160 images), measured on the validation split (60).
+    assert json.loads(meta["preprocessing"])["calibration_images"] == 160
     (logits,) = session.run(None, {"images": np.zeros((2, 1, 28, 28), np.uint8)})
     assert logits.shape == (2, 4)
 

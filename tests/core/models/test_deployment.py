@@ -59,6 +59,11 @@ def test_each_format_is_measured_against_float32_and_reported(best_model, tmp_pa
         # Accuracy is counted against the labels, agreement against the float32 predictions.
         assert 0.0 <= figures.val_accuracy <= 1.0 and figures.float32_val_accuracy > 0.5, name
     int8, fp16 = results["onnx-int8"].figures, results["onnx-fp16"].figures
+    # Calibrated on the training split (160 images), measured on the validation split (60).
+    int8_meta = ort.InferenceSession(str(tmp_path / "model_int8.onnx"),
+                                     providers=["CPUExecutionProvider"]).get_modelmeta()
+    assert json.loads(int8_meta.custom_metadata_map["preprocessing"])[
+        "calibration_images"] == 160
     assert float32 / int8.size_bytes >= 3.0, (float32, int8.size_bytes)
     assert int8.float32_size_bytes == float32 and int8.top1_agreement >= 0.95
     assert fp16.max_abs_logit_diff <= FLOAT16_TOLERANCE and fp16.verified

@@ -113,22 +113,35 @@ def test_int8_calibrated_on_blank_images_is_kept_but_not_verified(best_model, tm
     lines = [line.replace(str(tmp_path), "") for line in result.lines()]  # not the test's path
     assert lines[0] == figures.verdict
     assert [line for line in lines if "verified" in line.lower()] == [lines[0]]
-    assert figures.float32_val_accuracy - figures.val_accuracy > INT8_MAX_DROP
+    assert figures.float32_val_accuracy - figures.val_accuracy > max(INT8_MAX_DROP,
+                                                                      1 / figures.images)
     report = json.loads((tmp_path / REPORT_FILE).read_text())
     assert report["exports"]["model_int8.onnx"]["verified"] is False
 
 
-@pytest.mark.parametrize(("export_format", "accuracy", "float32", "diff", "verified"), [
-    ("onnx-int8", 0.80, 0.81, 0.3, True),     # one point down: allowed
-    ("onnx-int8", 0.7999, 0.81, 0.3, False),  # just over one point
-    ("onnx-int8", 0.90, 0.81, 0.3, True),     # better than float32
-    ("onnx-fp16", 0.81, 0.81, FLOAT16_TOLERANCE, True),
-    ("onnx-fp16", 0.81, 0.81, FLOAT16_TOLERANCE * 1.01, False),
-    ("onnx-int8", None, None, None, False),   # nothing to measure against
+@pytest.mark.parametrize(("export_format", "accuracy", "float32", "diff", "images", "verified"), [
+    ("onnx-int8", 0.80, 0.81, 0.3, 1000, True),     # one point down: allowed
+    ("onnx-int8", 0.7999, 0.81, 0.3, 1000, False),  # just over one point
+    ("onnx-int8", 0.90, 0.81, 0.3, 1000, True),     # better than float32
+    ("onnx-int8", 50 / 60, 51 / 60, 0.3, 60, True),   # one image of 60 changed its answer
+    ("onnx-int8", 49 / 60, 51 / 60, 0.3, 60, False),  # two of 60
+    ("onnx-int8", 98 / 100, 99 / 100, 0.3, 100, True),  # one point is one image of 100
+    ("onnx-int8", 97 / 100, 99 / 100, 0.3, 100, False),
+    ("onnx-fp16", 0.81, 0.81, FLOAT16_TOLERANCE, 1000, True),
+    ("onnx-fp16", 0.81, 0.81, FLOAT16_TOLERANCE * 1.01, 1000, False),
+    ("onnx-int8", None, None, None, 0, False),   # nothing to measure against
 ])
 def test_the_verdict_holds_each_variant_to_its_own_limit(export_format, accuracy, float32,
-                                                          diff, verified):
-    assert _verdict(export_format, accuracy, float32, diff)[0] is verified
+                                                          diff, images, verified):
+    assert _verdict(export_format, accuracy, float32, diff, images=images)[0] is verified
+
+
+def test_the_int8_verdict_names_the_drop_it_allows():
+    assert _verdict("onnx-int8", 50 / 60, 51 / 60, 0.3, images=60)[1] == (
+        "VERIFIED: validation accuracy 0.833 within 1 image of 60 of float32's 0.850")
+    assert _verdict("onnx-int8", 0.5, 0.6, 0.3, images=200)[1] == (
+        "NOT VERIFIED: validation accuracy 0.500 is 10.0 points below float32's 0.600 "
+        "(at most 1 point allowed); kept for inspection")
 
 
 class _Page(HTMLParser):

@@ -58,7 +58,7 @@ class _Cells(HTMLParser):
 
 def test_each_export_says_its_verdict_first_and_its_checks_last(tmp_path: Path) -> None:
     verdict = ("NOT VERIFIED: validation accuracy 0.512 is 4.7 points below float32's 0.559 "
-               "(at most 1 allowed); kept for inspection")
+               "(at most 1 point allowed); kept for inspection")
     how = ("ONNX opset 18; max |difference| from the trained model: 2.10e-06 with "
            "onnxruntime in a fresh process (the float32 file this one was made from)")
     (tmp_path / "export_report.json").write_text(json.dumps({"exports": {"model_int8.onnx": {

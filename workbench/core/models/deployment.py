@@ -4,7 +4,7 @@
 measures it on this machine against the float32 model it came from
 (:mod:`workbench.core.models.export_measurement`) and records the figures in
 ``export_report.json`` beside the file. An INT8 file whose validation accuracy falls more than
-``INT8_MAX_DROP`` below float32's, or a float16 file whose logits stray past
+``INT8_MAX_DROP`` below float32's (one image, on fewer than 100), or a float16 file whose logits stray past
 ``FLOAT16_TOLERANCE``, is kept but marked "not verified" with its figures, never passed off as
 verified.
 """
@@ -47,7 +47,7 @@ from workbench.core.runs.atomic_io import atomic_write_text
 from workbench.core.runs.config import TrainConfig
 
 REPORT_FILE = "export_report.json"
-INT8_MAX_DROP = 0.01  # one point of validation accuracy
+INT8_MAX_DROP = 0.01  # one point of validation accuracy, or one image on fewer than 100
 FLOAT16_TOLERANCE = 0.05  # max |logit difference| against float32
 CALIBRATION_IMAGES = 300
 
@@ -205,7 +205,8 @@ def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationI
         float_accuracy = float((expected == labels).mean())
         diff = float(np.abs(logits - reference_logits).max())
         count = len(labels)
-    verified, verdict = _verdict(export_format, accuracy, float_accuracy, diff, exported)
+    verified, verdict = _verdict(export_format, accuracy, float_accuracy, diff, exported,
+                                 count)
     return ExportFigures(
         export_format=export_format, path=str(path), runtime=runtime,
         size_bytes=path.stat().st_size, float32_size_bytes=float_size,
@@ -216,9 +217,21 @@ def _figures(export_format: str, path: Path, runner: Runner, images: EvaluationI
         verified=verified, verdict=verdict)
 
 
+def int8_allowed_drop(images: int) -> tuple[float, str]:
+    """How far an INT8 file's validation accuracy may fall below float32's, and how the
+    verdict says it: one point; on fewer than 100 images one point is less than one image, so
+    there one image may change its answer (a rule of one point would call one flipped image
+    of 60 a failure, and which one flips varies with the machine's threads)."""
+    if 0 < images < 100:
+        return 1 / images, f"1 image of {images}"
+    return INT8_MAX_DROP, f"{100 * INT8_MAX_DROP:.0f} point"
+
+
 def _verdict(export_format: str, accuracy: float | None, float_accuracy: float | None,
-             diff: float | None, exported: ExportResult | None = None) -> tuple[bool, str]:
-    """Whether the file may be called verified, and the one sentence saying why."""
+             diff: float | None, exported: ExportResult | None = None,
+             images: int = 0) -> tuple[bool, str]:
+    """Whether the file may be called verified, and the one sentence saying why; ``images``:
+    how many validation images the accuracies were measured on."""
     if export_format in ("torchscript", "onnx"):
         # Both were compared with the eager model before they were written (export refuses
         # a file that differs), so they are verified whether or not images were at hand.
@@ -233,12 +246,13 @@ def _verdict(export_format: str, accuracy: float | None, float_accuracy: float |
                        "float32")
     if export_format == "onnx-int8":
         drop = float_accuracy - accuracy
-        if drop > INT8_MAX_DROP + 1e-9:  # exactly one point is allowed
+        allowed, allowed_text = int8_allowed_drop(images)
+        if drop > allowed + 1e-9:  # exactly the allowed drop passes
             return False, (f"NOT VERIFIED: validation accuracy {accuracy:.3f} is "
                            f"{100 * drop:.1f} points below float32's {float_accuracy:.3f} "
-                           f"(at most {100 * INT8_MAX_DROP:.0f} allowed); kept for inspection")
-        return True, (f"VERIFIED: validation accuracy {accuracy:.3f} within "
-                      f"{100 * INT8_MAX_DROP:.0f} point of float32's {float_accuracy:.3f}")
+                           f"(at most {allowed_text} allowed); kept for inspection")
+        return True, (f"VERIFIED: validation accuracy {accuracy:.3f} within {allowed_text} of "
+                      f"float32's {float_accuracy:.3f}")
     if diff > FLOAT16_TOLERANCE:
         return False, (f"NOT VERIFIED: logits differ from float32 by up to {diff:.3g} "
                        f"(at most {FLOAT16_TOLERANCE:g} allowed)")

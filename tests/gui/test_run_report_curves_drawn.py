@@ -2,7 +2,8 @@
 lowest loss is drawn lowest, the highest highest, each epoch at its own place left to right,
 each curve in its legend's colour, and the axis labels name the range drawn.
 
-The chart is inline SVG; Qt's SVG renderer draws it here as a browser would.
+The chart is inline SVG; Qt's SVG renderer draws it here as a browser would (so the test lives
+with the Qt tests, though the report is core code).
 """
 
 from __future__ import annotations

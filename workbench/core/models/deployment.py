@@ -4,9 +4,9 @@
 measures it on this machine against the float32 model it came from
 (:mod:`workbench.core.models.export_measurement`) and records the figures in
 ``export_report.json`` beside the file. An INT8 file whose validation accuracy falls more than
-``INT8_MAX_DROP`` below float32's (one image, on fewer than 100), or a float16 file whose logits stray past
-``FLOAT16_TOLERANCE``, is kept but marked "not verified" with its figures, never passed off as
-verified.
+``INT8_MAX_DROP`` below float32's (one image, on fewer than 100), or a float16 file whose
+logits stray past ``FLOAT16_TOLERANCE``, is kept but marked "not verified" with its figures,
+never passed off as verified.
 """
 
 from __future__ import annotations

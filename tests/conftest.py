@@ -29,8 +29,11 @@ def pytest_unconfigure(config) -> None:
     """The tests' limit (pytest-timeout) ends with the last test; what runs after it, the Qt
     application's and the thread pool's teardown at exit, gets EXIT_LIMIT_S too: past that
     every thread's stack is printed and the process exits with status 1, rather than hold a
-    CI run until its own limit."""
-    faulthandler.dump_traceback_later(EXIT_LIMIT_S, exit=True, file=sys.__stderr__)
+    CI run until its own limit. Only where pytest is the program: a tool that runs the tests
+    in its own process and goes on (mutmut) is not ended."""
+    program = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    if program.name in ("pytest", "py.test") or program.parent.name == "pytest":
+        faulthandler.dump_traceback_later(EXIT_LIMIT_S, exit=True, file=sys.__stderr__)
 
 
 @pytest.fixture(autouse=True, scope="session")

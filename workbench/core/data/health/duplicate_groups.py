@@ -16,8 +16,13 @@ Thumbnails that correlate at least ``THUMBNAIL_ONLY_CORRELATION`` are copies wha
 hashes (line art whose hash a re-encoding moves), in folders of up to
 ``THUMBNAIL_SEARCH_LIMIT`` images.
 
+Two drawings (clip art on a flat page) must also be the same drawing at the resolution both
+files have (``drawing_detail``): openclipart's stars of N points, speech bubbles with the tail
+elsewhere and icons with another badge agree in every small thumbnail.
+
 A group is images that are each the same picture as every other member (complete linkage),
-never a chain of pairs whose ends have nothing in common. Measured by ``python -m
+never a chain of pairs whose ends have nothing in common; the closest pairs join first, so a
+copy joins its own original before a look-alike of it. Measured by ``python -m
 workbench.bench.health_benchmark`` on real sets (README, Data health).
 """
 
@@ -27,6 +32,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from workbench.core.data.health.drawing_detail import alike_drawings, drawing_difference
 from workbench.core.data.health.image_facts import (
     FAINT_SPREAD,
     FINE_SIDE,
@@ -85,6 +91,14 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
         return []
     hashes = np.array([int(item.phash, 16) for item in hashed], dtype=np.uint64)
     thumbnails: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    drawn: dict[tuple[int, int], tuple[float | None, float]] = {}
+
+    def same_drawing_pair(first: int, second: int) -> bool:
+        one, other = hashed[first].detail, hashed[second].detail
+        if not one or not other:
+            return True
+        drawn[first, second] = drawing_difference(one, other)
+        return alike_drawings(*drawn[first, second])
 
     def same(first: int, second: int) -> bool:
         if hashed[first].pixel_digest == hashed[second].pixel_digest:
@@ -92,14 +106,30 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
         return same_picture(_thumbnails(hashed, first, thumbnails),
                             _thumbnails(hashed, second, thumbnails)) \
             and same_colours(hashed[first], hashed[second]) \
-            and same_fine_picture(hashed[first], hashed[second])
+            and same_fine_picture(hashed[first], hashed[second]) \
+            and same_drawing_pair(first, second)
 
     pairs = {pair for pair in _close_pairs(hashes, max_bits) if same(*pair)}
     if len(hashed) <= THUMBNAIL_SEARCH_LIMIT:
-        pairs |= {pair for pair in _correlated_pairs(hashed)
+        pairs |= {pair for pair in _correlated_pairs(hashed) - pairs
                   if same_colours(hashed[pair[0]], hashed[pair[1]])
-                  and same_fine_picture(hashed[pair[0]], hashed[pair[1]])}
-    groups = tight_groups(len(hashed), sorted(pairs))
+                  and same_fine_picture(hashed[pair[0]], hashed[pair[1]])
+                  and same_drawing_pair(*pair)}
+
+    def closeness(pair: tuple[int, int]) -> float:
+        """2 for the same pixels, else the correlation of the drawings' fine detail, else of
+        the 16 px thumbnails."""
+        if hashed[pair[0]].pixel_digest == hashed[pair[1]].pixel_digest:
+            return 2.0
+        detail = drawn.get(pair, (None, 0.0))[0]
+        if detail is not None:
+            return detail
+        return _aligned_correlation(_thumbnails(hashed, pair[0], thumbnails),
+                                    _thumbnails(hashed, pair[1], thumbnails))
+
+    # The closest pairs join first: a copy joins its own original before a look-alike does.
+    scores = {pair: closeness(pair) for pair in pairs}
+    groups = tight_groups(len(hashed), sorted(pairs, key=lambda pair: (-scores[pair], pair)))
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
 
 
@@ -175,31 +205,36 @@ def tight_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     """Groups of two or more of ``count`` items in which every two members are a pair of
     ``pairs`` (complete linkage), each in index order; an item is in one group at most.
 
-    Greedy: the item with the most pairs starts a group, and its partners join, those sharing
-    the most partners with it first, when they pair with every member so far. A~B, B~C
-    without A~C gives {A, B} or {B, C}, never {A, B, C}.
+    Greedy, in the order of ``pairs`` (closest first): a pair joins the groups of its two
+    items when every member of one pairs with every member of the other. A~B, B~C without
+    A~C gives {A, B} or {B, C}, never {A, B, C}.
     """
-    partners: dict[int, set[int]] = defaultdict(set)
+    parent = list(range(count))
+    size = [1] * count
+    # links[g][h]: how many pairs join group g and group h (both named by their root).
+    links: dict[int, dict[int, int]] = defaultdict(dict)
     for first, second in pairs:
-        if first != second:
-            partners[first].add(second)
-            partners[second].add(first)
-    left = set(partners)
-    groups = []
-    while left:
-        seed = min(left, key=lambda i: (-len(partners[i] & left), i))
-        group = [seed]
-        near = partners[seed] & left
-        # Partners that share the most partners with the seed first: the dense core joins
-        # before a bridge to another group does.
-        joining = sorted(near, key=lambda i: (-len(partners[i] & near), i))
-        for candidate in joining:
-            if all(candidate in partners[member] for member in group):
-                group.append(candidate)
-        left -= set(group)
-        if len(group) > 1:
-            groups.append(sorted(group))
-    return sorted(groups)
+        if first != second and second not in links[first]:
+            links[first][second] = 1
+            links[second][first] = 1
+    for first, second in pairs:
+        one, other = _find(parent, first), _find(parent, second)
+        if one == other or links[one].get(other, 0) < size[one] * size[other]:
+            continue
+        if size[one] < size[other]:
+            one, other = other, one
+        parent[other] = one
+        size[one] += size[other]
+        for group, count_between in links.pop(other).items():
+            del links[group][other]
+            if group != one:
+                links[one][group] = links[one].get(group, 0) + count_between
+                links[group][one] = links[one][group]
+        links[one].pop(one, None)
+    members: dict[int, list[int]] = defaultdict(list)
+    for index in range(count):
+        members[_find(parent, index)].append(index)
+    return sorted(group for group in members.values() if len(group) > 1)
 
 
 def connected_groups(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from workbench.core.data.cache_folder import FACTS_FILE
 from workbench.core.data.health.image_facts import ImageFacts
 
-_VERSION = 4  # 4: the thumbnails and colours near-duplicate candidates are compared on
+_VERSION = 5  # 4: the thumbnails and colours near-duplicate candidates are compared on; 5: the
+# detail thumbnails of drawings
 
 
 class FactsCache:

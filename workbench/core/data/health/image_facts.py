@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from workbench.core.data.health.drawing_detail import detail_thumbnails
 from workbench.core.data.image_decoding import (
     ImageDecodeError,
     check_regular_file,
@@ -68,6 +69,8 @@ class ImageFacts:
         colours: a ``COLOUR_SIDE`` square RGB copy (base64): copies have the same colours.
         fine_thumbnail: for a faint thumbnail only (spread below ``FINE_KEPT_SPREAD``), a
             ``FINE_SIDE`` square grey copy.
+        detail: for a drawing on a flat page only, grey copies of the whole and the centre at
+            up to 96 px (``drawing_detail``): look-alike drawings are told apart on them.
     """
 
     path: str
@@ -86,6 +89,7 @@ class ImageFacts:
     inset_thumbnail: str = ""
     colours: str = ""
     fine_thumbnail: str = ""
+    detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,6 +146,7 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
         phash=str(imagehash.phash(rgb)), thumbnail=thumbnail,
         fine_thumbnail=_thumbnail(rgb, 0.0, FINE_SIDE) if faint else "",
         inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET),
+        detail=detail_thumbnails(rgb, luma),
         colours=base64.b64encode(rgb.resize((COLOUR_SIDE, COLOUR_SIDE), Image.Resampling.BOX)
                                  .tobytes()).decode("ascii"))
 

@@ -53,6 +53,7 @@ def test_a_card_of_one_image_a_second_can_be_throttled():
     verdict = diagnose_throttling(_samples(speeds, reasons))
     assert verdict.throttled and verdict.causes == ("thermal slowdown",)
     assert (verdict.fast_images_per_second, verdict.recent_images_per_second) == (1.0, 0.5)
+    assert verdict.sentence.startswith("Throughput fell from 1 to 0.5 images/s (50% slower) ")
 
 
 def test_a_reason_a_quarter_more_common_exactly_counts():

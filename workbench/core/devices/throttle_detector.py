@@ -120,9 +120,17 @@ def _sentence(causes: tuple[str, ...], fast: float, recent: float,
     at = f" at {', '.join(state)}" if state else ""
     advice = ("plug the laptop in" if BATTERY in causes
               else "cool the machine (airflow, a laptop stand) or check its power settings")
-    return (f"Throughput fell from {fast:,.0f} to {recent:,.0f} images/s "
+    return (f"Throughput fell from {_speed(fast)} to {_speed(recent)} images/s "
             f"({100 * (1 - recent / fast):.0f}% slower) because the GPU is throttled: "
             f"{', '.join(causes)}{at}; {advice}.")
+
+
+def _speed(images_per_second: float) -> str:
+    """A speed as a sentence shows it: whole numbers from 10 up, two digits below (a large
+    model on a small card: "from 1 to 0.5", never "from 1 to 0")."""
+    if images_per_second >= 10:
+        return f"{images_per_second:,.0f}"
+    return f"{images_per_second:.2g}"
 
 
 class ThrottleWatch:

@@ -216,3 +216,14 @@ def test_a_second_size_is_named_within_a_hand_over_and_between_two(tmp_path, mon
     assert _load(data, tmp_path) == (None, expected)
     monkeypatch.setattr(device_images, "LOAD_BATCH", 7)  # the wide one alone in the second
     assert _load(data, tmp_path) == (None, expected)
+
+
+def test_the_decoding_uses_the_configs_interpolation_and_fills_the_disk_cache(tmp_path):
+    data = write_shape_dataset(tmp_path / "data", per_class=2, size=(24, 24),
+                               layout="train_val", val_per_class=1, image_format="PNG")
+    smooth, _ = _load(data, tmp_path / "bilinear", cache_images=True)
+    sharp, _ = _load(data, tmp_path / "bicubic", interpolation="bicubic")
+    # Validation images are enlarged from 24 to 32: the two filters give other pixels.
+    assert not torch.equal(smooth.val.images, sharp.val.images)
+    assert torch.equal(smooth.train.images, sharp.train.images)  # kept at 24x24, not resized
+    assert any(path.is_file() for path in (tmp_path / "bilinear" / "cache").rglob("*"))

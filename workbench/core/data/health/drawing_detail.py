@@ -91,14 +91,6 @@ def flat_share(grey: np.ndarray) -> float:
     return float(counts[max(0, mode - 1):mode + 2].sum()) / levels.size
 
 
-def same_drawing(first: str, second: str) -> bool:
-    """Whether two pictures' detail thumbnails show the same drawing; True when either has
-    none (not a drawing, or too small: the other rules decide)."""
-    if not first or not second:
-        return True
-    return alike_drawings(*drawing_difference(first, second))
-
-
 def alike_drawings(detail: float | None, block: float) -> bool:
     """Whether a pair's ``drawing_difference`` is that of copies."""
     return (detail is None or detail >= DETAIL_CORRELATION) and block <= DETAIL_BLOCK_DIFFERENCE
@@ -138,6 +130,12 @@ class _Prepared:
         self.pixels = (whole, inset)
         self.shape = tuple(_unit(p) for p in self.pixels)
         self.fine = tuple(_unit(p - _blurred(p), FLAT_DETAIL) for p in self.pixels)
+
+
+def forget_prepared() -> None:
+    """Drop the decoded thumbnails (about 220 KB a drawing): kept for one grouping only, not
+    for the rest of the session."""
+    _prepared.cache_clear()
 
 
 def _unit(pixels: np.ndarray, least_spread: float = 1e-3) -> np.ndarray | None:

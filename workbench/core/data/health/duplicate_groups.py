@@ -32,7 +32,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from workbench.core.data.health.drawing_detail import alike_drawings, drawing_difference
+from workbench.core.data.health.drawing_detail import (
+    alike_drawings,
+    drawing_difference,
+    forget_prepared,
+)
 from workbench.core.data.health.image_facts import (
     FAINT_SPREAD,
     FINE_SIDE,
@@ -129,6 +133,7 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
 
     # The closest pairs join first: a copy joins its own original before a look-alike does.
     scores = {pair: closeness(pair) for pair in pairs}
+    forget_prepared()
     groups = tight_groups(len(hashed), sorted(pairs, key=lambda pair: (-scores[pair], pair)))
     return sorted(sorted(hashed[index].path for index in group) for group in groups)
 

@@ -176,6 +176,12 @@ def test_mobilenet_from_random_weights_validates_with_recomputed_batch_norm_stat
 # its constructor weights already give features of RMS 1.0. Measured on the loaded 2-core
 # machine (seed 0): shufflenet_v2_x1_0 ends at val accuracy 0.80, train loss 0.56, val 0.49;
 # regnet_y_400mf at 0.82, 0.52, 0.41; convnext_tiny at 0.96, 0.49, 0.37.
+# The best val accuracy is what a run keeps, and on 80 validation images it swings with the
+# seed and with the machine's float rounding: seeds 0-7 gave shufflenet 0.76-0.89, seeds 0-5
+# regnet 0.78-0.89, seeds 0-3 convnext 0.96-1.00, and CI's machine 0.7375 for shufflenet at
+# seed 0 where this one gives 0.825. The floor is 0.7 (56 of 80; chance is 0.5): an lr of 1e-9
+# stays at 0.44-0.50, an lr of 5.0 ends with a training loss of 159-263.
+FAMILY_MIN_ACCURACY = 0.7
 FAMILIES = [
     # model, tiles a class, epochs, BatchNorm statistics recomputed at the crop
     pytest.param("shufflenet_v2_x1_0", 160, 7, True, id="shufflenet"),
@@ -204,4 +210,4 @@ def test_family_learns_colours_with_its_own_defaults(tmp_path: Path, plant_image
     assert config.weights == "imagenet" and config.finetune == "last_layer"
     assert any(f"ImageNet weights loaded from '{planted}'" in text
                for _, text in recorder.messages)
-    assert_learned(recorder, end, classes=2, min_accuracy=0.75)  # chance is 1/2
+    assert_learned(recorder, end, classes=2, min_accuracy=FAMILY_MIN_ACCURACY)

@@ -129,16 +129,16 @@ def first_batch_with_draws(session: TrainingSession, seed: int):
     """Workbench's first training batch of epoch 0 and the draws that cut it, taken from the
     same generator the session seeds."""
     from workbench.core.data.batched_crops import draw_resized_crops
-    from workbench.core.data.device_images import crop_seed
+    from workbench.core.training.epoch_seeds import epoch_seed
     from workbench.core.training.feature_cache import epoch_order
 
     cfg = session.config
     images = session.sources.device_images
     assert images is not None, "the digits should be kept on the device"
-    order = epoch_order(len(images.train), seed)[:cfg.batch_size]
+    order = epoch_order(len(images.train), epoch_seed(seed, 0, "shuffle"))[:cfg.batch_size]
     draws = draw_resized_crops(len(order), 8, 8, (cfg.crop_scale_min, cfg.crop_scale_max),
                                (cfg.crop_ratio_min, cfg.crop_ratio_max), 0.5,
-                               torch.Generator().manual_seed(crop_seed(seed, 0)))
+                               torch.Generator().manual_seed(epoch_seed(seed, 0, "crops")))
     source = session.sources.train_epoch(session.train_loader, seed, 0, cfg.batch_size, None)
     raw, labels = next(iter(source.batches))
     return order.tolist(), draws, session.preparer(raw, labels)

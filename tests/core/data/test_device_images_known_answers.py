@@ -1,4 +1,4 @@
-"""Known answers of the images kept on the device: the epoch's crop seed, the budget, the
+"""Known answers of the images kept on the device: the budget, the
 batches in their order with reproducible draws, the collation and every sentence of the log."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from workbench.core.data.dataset_scan import scan_dataset
 from workbench.core.data.device_images import (
     DeviceImages,
     DeviceImageSet,
-    crop_seed,
     device_images_budget,
     load_device_images,
     stack_if_same_size,
@@ -25,12 +24,7 @@ from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import CenterCrop, RandomResizedCropFlip
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
-
-
-def test_an_epochs_crop_seed_is_its_shuffle_seed_times_a_prime_plus_one():
-    assert crop_seed(0, 0) == 1
-    assert crop_seed(2, 3) == 5 * 1_000_003 + 1
-    assert crop_seed(7, 1) != crop_seed(7, 2)
+from workbench.core.training.epoch_seeds import epoch_seed
 
 
 def test_the_budget_is_512_mib_or_an_eighth_of_a_smaller_card(monkeypatch):
@@ -81,13 +75,13 @@ def test_each_seed_gives_its_own_draws_and_the_same_seed_the_same_ones():
         assert [batch.shape for batch, _ in batches] == [(4, 3, 8, 8), (2, 3, 8, 8)]
         return torch.cat([batch for batch, _ in batches])
 
-    first = epoch(crop_seed(0, 0))
+    first = epoch(epoch_seed(0, 0, "crops"))
     torch.manual_seed(123)  # the process-wide generator plays no part
-    assert torch.equal(epoch(crop_seed(0, 0)), first)
-    assert not torch.equal(epoch(crop_seed(0, 1)), first)
+    assert torch.equal(epoch(epoch_seed(0, 0, "crops")), first)
+    assert not torch.equal(epoch(epoch_seed(0, 1, "crops")), first)
     # The draws of the first batch come from a fresh generator with the seed itself.
     own = RandomResizedCropFlip(8, 0.5).batch(data.images[:4],
-                                              torch.Generator().manual_seed(crop_seed(0, 0)))
+                                              torch.Generator().manual_seed(epoch_seed(0, 0, "crops")))
     assert torch.equal(first[:4], own)
 
 

@@ -8,6 +8,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from workbench.core.data.device_images import DeviceImages, DeviceImageSet
 from workbench.core.data.transforms import CenterCrop, RandomResizedCropFlip
 from workbench.core.training.batch_sources import BatchSources
+from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.feature_cache import CachedFeatures
 
 
@@ -69,8 +70,9 @@ def test_cached_features_replace_the_device_images_and_keep_the_epoch_order():
     epoch = sources.train_epoch(_loader(1), seed=3, epoch=2, batch_size=4, sample_weights=None)
     assert epoch.features and epoch.steps == 2
     features = torch.cat([batch for batch, _ in epoch.batches]).flatten()
-    # The same shuffle as the epoch would give the images: seed + epoch.
-    order = torch.randperm(6, generator=torch.Generator().manual_seed(5))
+    # The same shuffle as the epoch would give the images: the epoch's shuffle seed.
+    order = torch.randperm(6, generator=torch.Generator().manual_seed(
+        epoch_seed(3, 2, "shuffle")))
     assert torch.equal(features, sources.cached_train.features.flatten()[order])
     assert sources.val_epoch(_loader(1), batch_size=4).features
 

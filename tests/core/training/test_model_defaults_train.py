@@ -122,7 +122,9 @@ def test_resnet18_learns_colours_with_its_own_defaults(tmp_path: Path,
     assert config.weights == "imagenet" and config.finetune == "last_layer"
     assert any(f"ImageNet weights loaded from '{planted_imagenet_weights}'" in text
                for _, text in recorder.messages)
-    assert_learned(recorder, end, classes=2, min_accuracy=0.9)  # chance is 1/2
+    # Frozen seeded features and 24 validation images: seeds 0-7 gave best val accuracies of
+    # 0.83 to 1.00 (0.875 for seed 0 inside the suite), an lr of 1e-9 stays near 0.5.
+    assert_learned(recorder, end, classes=2, min_accuracy=0.75)  # chance is 1/2
 
 
 @pytest.mark.slow

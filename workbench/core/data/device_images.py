@@ -81,11 +81,6 @@ class DeviceImageSet:
             yield self.eval_transform.batch(images), labels
 
 
-def crop_seed(seed: int, epoch: int) -> int:
-    """Seed of an epoch's crop draws, apart from the seed of its shuffle (``seed + epoch``)."""
-    return (seed + epoch) * 1_000_003 + 1
-
-
 def device_images_budget(device: str) -> int:
     """Bytes of images a run may keep on ``device``."""
     total = memory_total(device) if device.startswith("cuda") else 0

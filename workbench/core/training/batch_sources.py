@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import DataLoader
 
-from workbench.core.data.device_images import DeviceImageSet, crop_seed
+from workbench.core.data.device_images import DeviceImageSet
+from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.feature_cache import (
     Batch,
     CachedFeatures,
@@ -78,13 +79,15 @@ class BatchSources:
         """The training batches of ``epoch`` (0-based); their order and crops depend on
         (seed, epoch) only, so a resumed run sees the same ones."""
         if self.cached_train is not None:
-            order = epoch_order(len(self.cached_train), seed + epoch, sample_weights)
+            order = epoch_order(len(self.cached_train), epoch_seed(seed, epoch, "shuffle"),
+                                sample_weights)
             return EpochBatches(feature_batches(self.cached_train, batch_size, self.device, order),
                                 math.ceil(len(self.cached_train) / batch_size), features=True)
         if self.device_images is not None:
             images = self.device_images.train
-            order = epoch_order(len(images), seed + epoch, sample_weights)
-            batches = self.device_images.train_batches(order, batch_size, crop_seed(seed, epoch))
+            order = epoch_order(len(images), epoch_seed(seed, epoch, "shuffle"), sample_weights)
+            batches = self.device_images.train_batches(order, batch_size,
+                                                       epoch_seed(seed, epoch, "crops"))
             return EpochBatches(batches, math.ceil(len(images) / batch_size), features=False)
         return EpochBatches(iter(loader), len(loader), features=False)
 

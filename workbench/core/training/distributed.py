@@ -24,6 +24,7 @@ from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
 from workbench.core.data.data_pipeline import loader_like
+from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.steps import EpochResult
 
 SHUTDOWN_WAIT_S = 60
@@ -154,13 +155,17 @@ class DistributedContext:
 
 
 def set_epoch(loader: DataLoader, epoch: int, seed: int) -> None:
-    """Make epoch ``epoch``'s shuffle depend only on (seed, epoch), so a resumed run matches."""
+    """Make epoch ``epoch``'s shuffle depend only on (seed, epoch), so a resumed run matches;
+    the same in every process of a torchrun run (each then reads its own part)."""
     sampler = loader.sampler
+    shuffle_seed = epoch_seed(seed, epoch, "shuffle")
     if isinstance(sampler, DistributedSampler):
-        sampler.set_epoch(epoch)
+        # Its own rule is seed + epoch, the overlap between seeds epoch_seeds.py removes.
+        sampler.seed = shuffle_seed
+        sampler.set_epoch(0)
         return
     if loader.generator is not None:
-        loader.generator.manual_seed(seed + epoch)
+        loader.generator.manual_seed(shuffle_seed)
     generator = getattr(sampler, "generator", None)
     if isinstance(generator, torch.Generator):
-        generator.manual_seed(seed + epoch)
+        generator.manual_seed(shuffle_seed)

@@ -62,6 +62,7 @@ from workbench.core.training.batch_norm_statistics import (
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
 from workbench.core.training.early_stopping import early_stopping_for, kept_result_message
+from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import (
@@ -367,7 +368,7 @@ class TrainingSession:
     def _train_epoch(self, epoch: int) -> EpochResult:
         cfg = self.config
         # Each epoch's randomness depends on (seed, epoch) only, so a resumed run matches.
-        torch.manual_seed(cfg.seed + epoch)
+        torch.manual_seed(epoch_seed(cfg.seed, epoch, "torch"))
         set_epoch(self.train_loader, epoch, cfg.seed)
         stage = self._enter_stage(epoch)
         if stage != self._stage:

@@ -129,9 +129,9 @@ def image_facts(path: str) -> ImageFacts:
 
 
 def _detail_source(path: str, rgb: Image.Image, width: int, height: int) -> Image.Image:
-    """The picture a drawing's detail thumbnails are made from: ``rgb``, or, for a JPEG that
-    was decoded at a reduced scale for the 64 px figures, the file decoded again at the least
-    reduction that keeps ``DETAIL_SOURCE_SIDE`` pixels a side.
+    """The picture a drawing's detail and 48 px thumbnails are made from: ``rgb``, or, for a
+    JPEG that was decoded at a reduced scale for the 64 px figures, the file decoded again at
+    the least reduction that keeps ``DETAIL_SOURCE_SIDE`` pixels a side.
 
     The detail of a PNG drawing is shrunk from its full pixels; a JPEG copy of it shrunk by the
     decoder's DCT scaling (1/2 to 1/8) carries other fine detail. Of 179 JPEG (quality 75)
@@ -165,16 +165,18 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
     channel_spread = float(np.abs(values - values.mean(axis=2, keepdims=True)).max())
     thumbnail = _thumbnail(rgb, 0.0)
     faint = float(thumbnail_pixels(thumbnail).std()) < FINE_KEPT_SPREAD
+    # A drawing's finer thumbnails come from the decode its detail needs (a JPEG's 1/8 decode
+    # moved the 48 px thumbnail of a faint 495 px drawing's copy to 0.964 of its original's).
+    fine_source = _detail_source(path, rgb, width, height) if is_drawing(luma) else rgb
     return ImageFacts(
         path, info.st_size, info.st_mtime_ns, None, width, height,
         grayscale=grey_mode or channel_spread < 8.0,
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
         phash=str(imagehash.phash(rgb)), thumbnail=thumbnail,
-        fine_thumbnail=_thumbnail(rgb, 0.0, FINE_SIDE) if faint else "",
+        fine_thumbnail=_thumbnail(fine_source, 0.0, FINE_SIDE) if faint else "",
         inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET),
-        detail=detail_thumbnails(
-            _detail_source(path, rgb, width, height) if is_drawing(luma) else rgb, luma),
+        detail=detail_thumbnails(fine_source, luma),
         colours=base64.b64encode(rgb.resize((COLOUR_SIDE, COLOUR_SIDE), Image.Resampling.BOX)
                                  .tobytes()).decode("ascii"))
 

@@ -34,6 +34,10 @@ from PIL import Image
 # Largest side of the detail thumbnails: openclipart's 100 px stars are told apart at 96 px,
 # not at 64 (their lines merge).
 DETAIL_SIDE = 96
+# Least side a drawing is decoded at for its detail thumbnails (a JPEG is otherwise decoded at
+# a reduced scale for the 64 px figures): the thumbnails are shrunk from at least twice their
+# side, as those of a PNG are.
+DETAIL_SOURCE_SIDE = 2 * DETAIL_SIDE
 # A picture narrower than this keeps none: the 16 px and 48 px rules judge it alone.
 DETAIL_MIN_SIDE = 48
 # Share of the pixels (64 px copy) within one grey level of the most common grey from which a
@@ -66,7 +70,7 @@ def detail_thumbnails(rgb: Image.Image, metric_grey: np.ndarray) -> str:
         metric_grey: the picture's grey values at the metric size (64 px), 0..255.
     """
     side = min(DETAIL_SIDE, rgb.width, rgb.height)
-    if side < DETAIL_MIN_SIDE or flat_share(metric_grey) < DRAWN_FLAT_SHARE:
+    if side < DETAIL_MIN_SIDE or not is_drawing(metric_grey):
         return ""
     grey = rgb.convert("L")
     # A poster is first shrunk by whole pixels (a box filter, fast) to at least twice the side.
@@ -79,6 +83,11 @@ def detail_thumbnails(rgb: Image.Image, metric_grey: np.ndarray) -> str:
                         box=(dx, dy, grey.width - dx, grey.height - dy))
     data = bytes([side]) + whole.tobytes() + inset.tobytes()
     return base64.b64encode(zlib.compress(data, 6)).decode("ascii")
+
+
+def is_drawing(metric_grey: np.ndarray) -> bool:
+    """Whether a picture (its grey values at the metric size) is a drawing on a flat page."""
+    return flat_share(metric_grey) >= DRAWN_FLAT_SHARE
 
 
 def flat_share(grey: np.ndarray) -> float:

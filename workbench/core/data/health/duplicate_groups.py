@@ -75,6 +75,10 @@ SAME_COLOURS = 0.05
 # thumbnails: about a second for 6,000 images.
 THUMBNAIL_SEARCH_LIMIT = 20_000
 THUMBNAIL_ONLY_CORRELATION = 0.99
+# Luminance spread (grey levels, of the 64 px figures and of the 16 px thumbnail) up to which a
+# picture is blank, one grey everywhere: a transparent page and its JPEG re-encoding over the
+# page grey are 0.0 and 0.0 (openclipart), faint icons on a transparent page 0.1 to 0.9.
+BLANK_SPREAD = 0.05
 # Rows of hashes compared against all others at once (memory: rows x images bytes).
 _CHUNK = 1024
 def exact_groups(facts: list[ImageFacts]) -> list[list[str]]:
@@ -106,6 +110,8 @@ def near_groups(facts: list[ImageFacts], max_bits: int = NEAR_DUPLICATE_BITS
 
     def same(first: int, second: int) -> bool:
         if hashed[first].pixel_digest == hashed[second].pixel_digest:
+            return True
+        if same_blank(hashed[first], hashed[second]):
             return True
         return same_picture(_thumbnails(hashed, first, thumbnails),
                             _thumbnails(hashed, second, thumbnails)) \
@@ -159,6 +165,19 @@ def same_picture(first: tuple[np.ndarray, np.ndarray],
     correlation = _aligned_correlation(first, second)
     detailed = min(thumbnail_detail(whole), thumbnail_detail(other_whole)) >= DETAILED
     return correlation >= (SAME_PICTURE_CORRELATION if detailed else SMOOTH_CORRELATION)
+
+
+def same_blank(first: ImageFacts, second: ImageFacts) -> bool:
+    """Whether two images are both blank (``BLANK_SPREAD``), of the same size, grey and colours:
+    the same picture, whose flat thumbnails correlate with nothing. (The pixel digests differ
+    when one is a JPEG, decoded at a reduced scale.) Blank pages of other sizes are not copies."""
+    def blank(item: ImageFacts) -> bool:
+        return bool(item.thumbnail) and item.std <= BLANK_SPREAD \
+            and float(thumbnail_pixels(item.thumbnail).std()) <= BLANK_SPREAD
+
+    return (blank(first) and blank(second)
+            and (first.width, first.height) == (second.width, second.height)
+            and abs(first.mean - second.mean) <= 1.0 and same_colours(first, second))
 
 
 def same_fine_picture(first: ImageFacts, second: ImageFacts) -> bool:

@@ -14,8 +14,9 @@ from pathlib import Path
 from workbench.core.data.cache_folder import FACTS_FILE
 from workbench.core.data.health.image_facts import ImageFacts
 
-_VERSION = 5  # 4: the thumbnails and colours near-duplicate candidates are compared on; 5: the
-# detail thumbnails of drawings
+_VERSION = 7  # 4: the thumbnails and colours near-duplicate candidates are compared on; 5: the
+# detail thumbnails of drawings; 6: a JPEG drawing's detail from a decode of at least 192 px;
+# 7: its 48 px thumbnail too
 
 
 class FactsCache:

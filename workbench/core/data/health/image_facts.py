@@ -17,7 +17,11 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from workbench.core.data.health.drawing_detail import detail_thumbnails
+from workbench.core.data.health.drawing_detail import (
+    DETAIL_SOURCE_SIDE,
+    detail_thumbnails,
+    is_drawing,
+)
 from workbench.core.data.image_decoding import (
     ImageDecodeError,
     check_regular_file,
@@ -124,6 +128,29 @@ def image_facts(path: str) -> ImageFacts:
     return _measured(path, info, width, height, grey_mode, rgb)
 
 
+def _detail_source(path: str, rgb: Image.Image, width: int, height: int) -> Image.Image:
+    """The picture a drawing's detail and 48 px thumbnails are made from: ``rgb``, or, for a
+    JPEG that was decoded at a reduced scale for the 64 px figures, the file decoded again at
+    the least reduction that keeps ``DETAIL_SOURCE_SIDE`` pixels a side.
+
+    The detail of a PNG drawing is shrunk from its full pixels; a JPEG copy of it shrunk by the
+    decoder's DCT scaling (1/2 to 1/8) carries other fine detail. Of 179 JPEG (quality 75)
+    copies of openclipart drawings that were decoded reduced, the detail correlated with the
+    original's 0.64 at least (median 0.92), blocks up to 39 grey levels apart (median 8.3); made
+    from a decode of 192 px or more, 0.98 at least (median 0.999), blocks up to 6.5 (median 0.6).
+    """
+    wanted = min(DETAIL_SOURCE_SIDE, width, height)
+    if min(rgb.size) >= wanted:
+        return rgb
+    try:
+        with Image.open(path) as image:
+            again = prepare_image(image, "RGB", (wanted, wanted))
+            again.load()
+    except Exception:  # noqa: BLE001 - replaced since the first decode: keep the reduced one
+        return rgb
+    return again
+
+
 def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mode: bool,
               rgb: Image.Image) -> ImageFacts:
     import imagehash  # imports scipy: only the health check needs it
@@ -138,15 +165,18 @@ def _measured(path: str, info: os.stat_result, width: int, height: int, grey_mod
     channel_spread = float(np.abs(values - values.mean(axis=2, keepdims=True)).max())
     thumbnail = _thumbnail(rgb, 0.0)
     faint = float(thumbnail_pixels(thumbnail).std()) < FINE_KEPT_SPREAD
+    # A drawing's finer thumbnails come from the decode its detail needs (a JPEG's 1/8 decode
+    # moved the 48 px thumbnail of a faint 495 px drawing's copy to 0.964 of its original's).
+    fine_source = _detail_source(path, rgb, width, height) if is_drawing(luma) else rgb
     return ImageFacts(
         path, info.st_size, info.st_mtime_ns, None, width, height,
         grayscale=grey_mode or channel_spread < 8.0,
         mean=round(float(luma.mean()), 3), std=round(float(luma.std()), 3),
         sharpness=round(_sharpness(luma), 4), pixel_digest=digest.hexdigest(),
         phash=str(imagehash.phash(rgb)), thumbnail=thumbnail,
-        fine_thumbnail=_thumbnail(rgb, 0.0, FINE_SIDE) if faint else "",
+        fine_thumbnail=_thumbnail(fine_source, 0.0, FINE_SIDE) if faint else "",
         inset_thumbnail=_thumbnail(rgb, THUMBNAIL_INSET),
-        detail=detail_thumbnails(rgb, luma),
+        detail=detail_thumbnails(fine_source, luma),
         colours=base64.b64encode(rgb.resize((COLOUR_SIDE, COLOUR_SIDE), Image.Resampling.BOX)
                                  .tobytes()).decode("ascii"))
 

@@ -70,6 +70,10 @@ def test_each_format_is_measured_against_float32_and_reported(best_model, tmp_pa
     assert results["onnx"].figures.top1_agreement == 1.0
     assert results["torchscript"].figures.runtime.startswith("LibTorch")
     assert results["onnx"].figures.max_abs_logit_diff < 1e-4
+    # A float32 file's verdict is its check against the eager model, with that check's figures.
+    for name in ("onnx", "torchscript"):
+        assert results[name].figures.verdict.startswith(
+            "VERIFIED: reproduces the trained model (max |difference| "), name
 
     # One report beside the files holds every export's row.
     report = json.loads((tmp_path / REPORT_FILE).read_text())

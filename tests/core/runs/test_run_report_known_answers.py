@@ -28,20 +28,29 @@ from workbench.core.transparency import TRANSPARENT_BACKGROUND
 SVG = "{http://www.w3.org/2000/svg}"
 
 
+# The elements whose text a reader sees where it belongs; text anywhere else (between table
+# rows, figures or sections) is shown by a browser out of place, above its table.
+_TEXT_ELEMENTS = {"title", "style", "h1", "h2", "p", "td", "th", "figcaption", "div", "text"}
+
+
 class _Report(HTMLParser):
     """Each section of the report: its heading, table rows (cell texts), paragraphs (class,
-    text), cell styles and classes, images (alt, src) and figure captions."""
+    text), cell styles and classes, images (alt, src) and figure captions; ``stray``: text
+    outside the elements meant to hold it."""
 
     def __init__(self, document: str) -> None:
         super().__init__()
         self.sections: dict[str, dict] = {}
+        self.stray: list[str] = []
         self._section: dict | None = None
         self._text: list[str] | None = None
         self._kind = ""
+        self._inside = 0
         self.feed(document)
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         attributes = dict(attrs)
+        self._inside += tag in _TEXT_ELEMENTS
         if tag == "section":
             self._section = {"rows": [], "paragraphs": [], "cells": [], "images": [],
                              "captions": [], "heading": ""}
@@ -63,6 +72,7 @@ class _Report(HTMLParser):
             self._text.append("|")
 
     def handle_endtag(self, tag: str) -> None:
+        self._inside -= tag in _TEXT_ELEMENTS
         if self._text is None or tag != self._kind:
             return
         text, self._text = "".join(self._text), None
@@ -78,6 +88,8 @@ class _Report(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._text is not None:
             self._text.append(data)
+        if not self._inside and data.strip():
+            self.stray.append(data)
 
 
 def _epoch(number: int, train_loss: float, val_loss: float, train_accuracy: float,
@@ -127,7 +139,9 @@ def _run(folder: Path, lines: list | None = None, ran: object = RAN,
 
 
 def _report(folder: Path, health: Path | None = None) -> _Report:
-    return _Report(run_report_html(folder, health))
+    report = _Report(run_report_html(folder, health))
+    assert report.stray == []  # no text out of place
+    return report
 
 
 def _key_values(section: dict) -> dict[str, str]:
@@ -247,7 +261,7 @@ def test_a_flat_or_single_epoch_chart_centres_its_value(tmp_path):
 def test_the_reports_curves_show_the_rerun_epoch_and_the_lowest_loss_lowest(tmp_path):
     html = run_report_html(_run(tmp_path / "run6"))
     report = _Report(html)
-    assert report.sections["curves"]["heading"] == "Curves"
+    assert report.sections["curves"]["heading"] == "Curves" and report.stray == []
     charts = [ElementTree.fromstring(svg) for svg in re.findall(r"<svg.*?</svg>", html)]
     assert [c.get("aria-label") for c in charts] == ["Loss", "Accuracy"]
     loss, accuracy = ([_points(p) for p in c.findall(SVG + "polyline")] for c in charts)
@@ -364,6 +378,18 @@ def test_a_transparent_thumbnail_shows_the_grey_training_saw(tmp_path):
     assert mislabeled["captions"] == ["labelled dog, model: cat 95%|clear.png"]
 
 
+def test_a_cmyk_jpeg_thumbnail_is_an_rgb_png(tmp_path):
+    folder = _run(tmp_path / "run11b")
+    photo = tmp_path / "photo.jpg"
+    Image.new("CMYK", (40, 30), (0, 255, 255, 0)).save(photo)  # red, as printers mix it
+    write_predictions(folder, [_row(str(photo), "dog", "cat", 3.0, 0.95)])
+    ((_alt, src),) = _report(folder).sections["mislabeled"]["images"]
+    with Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))) as thumb:
+        assert (thumb.format, thumb.mode, thumb.size) == ("PNG", "RGB", (40, 30))
+        red, green, blue = thumb.getpixel((20, 15))
+        assert red > 200 and green < 60 and blue < 60
+
+
 def test_predictions_with_no_mislabeled_image_say_none_and_no_file_says_so(tmp_path):
     folder = _run(tmp_path / "run12")
     write_predictions(folder, [_row(_image(tmp_path / "a.png"), "cat", "cat", 0.2, 0.8)])
@@ -398,9 +424,10 @@ def test_the_data_health_table_counts_each_findings_cases(tmp_path):
                               ["outlier", "1", ""], ["", "0", ""]]
     assert [c for c, _ in health["cells"]][3:6] == ["l", None, "l"]
     assert health["paragraphs"] == [("muted", f"From {path}.")]
-    path.write_text(json.dumps({"findings": []}))
-    assert _report(folder, path).sections["health"]["paragraphs"] == [
-        ("good", "The health check found no problem.")]
+    for nothing in ({"findings": []}, {}):
+        path.write_text(json.dumps(nothing))
+        assert _report(folder, path).sections["health"]["paragraphs"] == [
+            ("good", "The health check found no problem.")]
     for text in ("{not json", json.dumps([1]), json.dumps({"findings": [{"items": 3}]})):
         path.write_text(text)
         paragraphs = _report(folder, path).sections["health"]["paragraphs"]
@@ -419,8 +446,9 @@ def test_the_model_findings_say_why_they_were_withheld_or_what_was_found(tmp_pat
                                                 "written (no epoch finished).")]
     path = folder / "feature_health.json"
     path.write_text(json.dumps({"withheld": "Model findings withheld: too weak", "findings": []}))
-    assert _report(folder).sections["model-findings"]["paragraphs"] == [
-        ("muted", "Model findings withheld: too weak")]
+    findings = _report(folder).sections["model-findings"]
+    assert (findings["heading"], findings["paragraphs"]) == (
+        "What the model's features found", [("muted", "Model findings withheld: too weak")])
     path.write_text(json.dumps({"withheld": "", "findings": []}))
     findings = _report(folder).sections["model-findings"]
     assert findings["heading"] == "What the model's features found"
@@ -446,18 +474,23 @@ def test_the_exports_table_gives_each_files_figures(tmp_path):
                        "verified": True, "verdict": "verified", "verification": "checked"},
         "model.pt2": {}}}))
     exports = _report(folder).sections["exports"]
+    assert exports["heading"] == "Exports"
+    assert exports["rows"][0] == [
+        "file", "verdict", "format", "size", "val accuracy", "agreement with float32",
+        "batch-1 latency", "images/s (batch 32)", "how it was made and checked"]
     assert exports["rows"][1:] == [
         ["model.onnx", "verified", "onnx", "1.50 MiB", "81.2%", "100.0%", "1,234.57 ms",
          "2,346", "checked"],
         ["model.pt2", "", "None", "0.00 MiB", "–", "–", "– ms", "–", ""]]
     classes = [c for c, _ in exports["cells"]]
+    assert classes[:9] == ["l", "l", "l", None, None, None, None, None, "l"]
     assert classes[9:18] == ["l", "l good", "l", None, None, None, None, None, "l"]
     assert classes[19] == "l bad"
     (folder / "export_report.json").write_text("{}")
     assert len(_report(folder).sections["exports"]["rows"]) == 1  # the header alone
     (folder / "export_report.json").write_text("[1]")
     exports = _report(folder).sections["exports"]
-    assert exports["paragraphs"] == [
+    assert exports["heading"] == "Exports" and exports["paragraphs"] == [
         ("bad", f"{folder / 'export_report.json'} is unreadable (AttributeError)")]
 
 

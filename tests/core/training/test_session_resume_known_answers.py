@@ -22,6 +22,7 @@ from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import Callback
+from workbench.core.runs.predictions_file import read_predictions
 from workbench.core.runs.run_folder import read_metrics
 from workbench.core.runs.run_index import read_run_summary, run_curves
 from workbench.core.training.engine import train
@@ -96,6 +97,12 @@ def stopped(tmp_path):
 def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
     config, data, end, best = stopped
     run_dir = Path(end.run_dir)
+    # The best epoch's predictions: every validation image, each right.
+    predictions = (run_dir / "predictions.csv").read_bytes()
+    rows = read_predictions(run_dir)
+    assert sorted((Path(r.path).name, r.true_class) for r in rows) == sorted(
+        (f"{i}.png", name) for name in ("dark", "light") for i in range(4))
+    assert all(r.predicted_class == r.true_class for r in rows)
     _swap_validation_classes(data)
     control = RunControl()
     resumed = _Record(control, stop_after=4)
@@ -113,6 +120,8 @@ def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
             epoch.best_val_accuracy) == (4, 5, False, end.best_epoch, 1.0)
     assert epoch.val_accuracy < 1.0 and epoch.checkpoint_path == str(run_dir / "last.pt")
     assert epoch.images_per_second * epoch.epoch_seconds == pytest.approx(16)
+    assert epoch.train_loss >= 0 and 0 <= epoch.train_accuracy <= 1
+    assert epoch.val_loss > best.val_loss  # every image now counted wrong
     assert sum(map(sum, epoch.confusion)) == 8 and len(epoch.per_class_accuracy) == 2
     assert (again.status, again.epochs_completed, again.best_epoch, again.best_val_accuracy,
             again.best_model_path, again.last_checkpoint_path, again.run_dir) == (
@@ -122,7 +131,10 @@ def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
     assert (last["epoch"], last["best_epoch"], last["best_val_accuracy"]) == (4, end.best_epoch,
                                                                              1.0)
     assert last["best_val_loss"] == pytest.approx(best.val_loss, rel=1e-6)
-    assert torch.load(run_dir / "best_model.pt", weights_only=True)["epoch"] == end.best_epoch
+    best_file = torch.load(run_dir / "best_model.pt", weights_only=True)
+    assert (best_file["epoch"], best_file["val_accuracy"]) == (end.best_epoch, 1.0)
+    # The worse epochs left the best epoch's predictions as they were.
+    assert (run_dir / "predictions.csv").read_bytes() == predictions
 
     # One run folder: its views show epochs 1 to 4 and both attempts.
     events = read_metrics(run_dir)
@@ -196,3 +208,43 @@ def test_a_checkpoint_of_other_classes_is_refused_naming_both(stopped, tmp_path)
     refused = train(config.replace(resume=str(other_network)))
     assert refused.status == "failed"
     assert f"{other_network}: does not fit this model/optimizer (" in refused.error
+
+
+class _Block(_Record):
+    """Puts a folder (with a file in it) where the run will write ``name``, so that the write
+    fails as on a full or read-only disk."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def on_run_start(self, event):
+        blocker = Path(event.run_dir) / self.name
+        blocker.mkdir(exist_ok=True)
+        (blocker / "keep").write_text("")
+
+
+def test_a_failed_save_says_which_checkpoint_still_holds_the_run(tmp_path):
+    data = _dark_and_light(tmp_path / "data")
+    config = _config(tmp_path, data, epochs=4)
+    failed = train(config, _Block("last.pt"))
+    assert failed.status == "failed" and failed.epochs_completed == 0
+    assert "no earlier epoch had been saved" in failed.error
+
+    first = train(config.replace(epochs=1, run_name="first"))
+    kept = Path(first.run_dir) / "kept.pt"  # resumed from a copy, so last.pt can be blocked
+    kept.write_bytes(Path(first.last_checkpoint_path).read_bytes())
+    (Path(first.run_dir) / "last.pt").unlink()
+    failed = train(config.replace(resume=str(kept)), _Block("last.pt"))
+    assert failed.status == "failed"
+    assert f"; '{kept}' still holds epoch 1. Free some space" in failed.error
+
+
+def test_predictions_that_cannot_be_written_are_a_warning_and_the_run_goes_on(tmp_path):
+    data = _dark_and_light(tmp_path / "data")
+    record = _Block("predictions.csv")
+    end = train(_config(tmp_path, data, epochs=1), record)
+    assert end.status == "completed" and end.best_epoch == 1
+    (problem,) = [t for t in record.texts if "could not be written" in t]
+    assert problem.startswith(f"{Path(end.run_dir) / 'predictions.csv'} could not be written: ")
+    assert record.levels[problem] == "warning"

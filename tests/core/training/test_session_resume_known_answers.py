@@ -97,6 +97,8 @@ def stopped(tmp_path):
 def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
     config, data, end, best = stopped
     run_dir = Path(end.run_dir)
+    dataset = json.loads((run_dir / "config.json").read_text())["dataset"]
+    assert dataset["train_images"] == 16 and dataset["val_images"] == 8
     # The best epoch's predictions: every validation image, each right.
     predictions = (run_dir / "predictions.csv").read_bytes()
     rows = read_predictions(run_dir)
@@ -146,6 +148,10 @@ def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
     assert (summary.epochs_completed, summary.epochs, summary.best_val_accuracy) == (4, 5, 1.0)
     config_json = json.loads((run_dir / "config.json").read_text())
     assert config_json["config"]["resume"] == checkpoint
+    # Rewritten by the resumed attempt: its data and what ran.
+    assert config_json["dataset"] == dataset
+    assert config_json["ran"] == {"device": "cpu", "precision": "float32",
+                                  "memory_format": "contiguous", "pin_memory": False}
 
 
 def test_a_resume_without_its_best_model_file_names_none_and_a_cancel_keeps_the_checkpoint(
@@ -171,6 +177,16 @@ def test_a_resume_without_its_best_model_file_names_none_and_a_cancel_keeps_the_
         "cancelled", 3, end.best_epoch, 1.0, "", str(run_dir / "last.pt"))
     assert f"Stopped on request; {run_dir / 'last.pt'} holds epoch 3." in resumed.texts
     assert load_checkpoint(run_dir / "last.pt")["epoch"] == 3
+
+
+def test_a_run_cancelled_before_its_first_epoch_ends_with_nothing_kept(tmp_path):
+    data = _dark_and_light(tmp_path / "data")
+    control = RunControl()
+    record = _Record(control, cancel=True)
+    end = train(_config(tmp_path, data, epochs=2), record, control)
+    assert (end.status, end.epochs_completed, end.best_epoch, end.best_val_accuracy,
+            end.best_model_path, end.last_checkpoint_path) == ("cancelled", 0, 0, 0.0, "", "")
+    assert "Stopped on request; no epoch had finished, so nothing was saved." in record.texts
 
 
 def test_the_first_epoch_to_reach_the_best_accuracy_stays_the_best(tmp_path):

@@ -18,6 +18,7 @@ import pytest
 import torch
 from PIL import Image
 
+from workbench.core.models.building import SmallCNN
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
@@ -111,7 +112,7 @@ def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
     checkpoint = end.last_checkpoint_path
     again = train(config.replace(resume=checkpoint), resumed, control)
 
-    assert f"Resuming from {checkpoint} after epoch 3." in resumed.texts
+    assert resumed.levels[f"Resuming from {checkpoint} after epoch 3."] == "info"
     # Stopped after epoch 4 of 5: the kept result is the best from before the resume, with
     # the loss it had, and its file.
     assert (f"Kept epoch {end.best_epoch} as the run's result (val accuracy 100.0%, val loss "
@@ -175,7 +176,8 @@ def test_a_resume_without_its_best_model_file_names_none_and_a_cancel_keeps_the_
     assert (again.status, again.epochs_completed, again.best_epoch, again.best_val_accuracy,
             again.best_model_path, again.last_checkpoint_path) == (
         "cancelled", 3, end.best_epoch, 1.0, "", str(run_dir / "last.pt"))
-    assert f"Stopped on request; {run_dir / 'last.pt'} holds epoch 3." in resumed.texts
+    assert resumed.levels[f"Stopped on request; {run_dir / 'last.pt'} holds epoch 3."] == "info"
+    assert 0 < again.seconds < 60
     assert load_checkpoint(run_dir / "last.pt")["epoch"] == 3
 
 
@@ -186,7 +188,9 @@ def test_a_run_cancelled_before_its_first_epoch_ends_with_nothing_kept(tmp_path)
     end = train(_config(tmp_path, data, epochs=2), record, control)
     assert (end.status, end.epochs_completed, end.best_epoch, end.best_val_accuracy,
             end.best_model_path, end.last_checkpoint_path) == ("cancelled", 0, 0, 0.0, "", "")
-    assert "Stopped on request; no epoch had finished, so nothing was saved." in record.texts
+    assert record.levels["Stopped on request; no epoch had finished, so nothing was saved."] == (
+        "info")
+    assert 0 < end.seconds < 60
 
 
 def test_the_first_epoch_to_reach_the_best_accuracy_stays_the_best(tmp_path):
@@ -264,3 +268,23 @@ def test_predictions_that_cannot_be_written_are_a_warning_and_the_run_goes_on(tm
     (problem,) = [t for t in record.texts if "could not be written" in t]
     assert problem.startswith(f"{Path(end.run_dir) / 'predictions.csv'} could not be written: ")
     assert record.levels[problem] == "warning"
+
+
+@pytest.mark.parametrize("head_epochs, next_stage", [
+    (2, "; the next epoch trains the head only"),
+    (1, "; the next epoch trains the whole network")])
+def test_a_head_then_full_resume_says_which_stage_comes_next(tmp_path, head_epochs, next_stage):
+    data = _dark_and_light(tmp_path / "data")
+    weights = tmp_path / "small_cnn.pt"
+    torch.save(SmallCNN(2, in_channels=1).state_dict(), weights)
+    config = _config(tmp_path, data, epochs=3).replace(
+        weights="file", weights_file=str(weights), finetune="head_then_full",
+        head_epochs=head_epochs, backbone_lr_factor=0.1)
+    control = RunControl()
+    first = train(config, _Record(control, stop_after=1), control)
+    assert first.epochs_completed == 1, first.error
+    control = RunControl()
+    resumed = _Record(control, cancel=True)
+    train(config.replace(resume=first.last_checkpoint_path), resumed, control)
+    assert resumed.levels[
+        f"Resuming from {first.last_checkpoint_path} after epoch 1{next_stage}."] == "info"

@@ -30,7 +30,8 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 # The elements whose text a reader sees where it belongs; text anywhere else (between table
 # rows, figures or sections) is shown by a browser out of place, above its table.
-_TEXT_ELEMENTS = {"title", "style", "h1", "h2", "p", "td", "th", "figcaption", "div", "text"}
+# (a div holds text only as a note in place of a thumbnail: class 'muted').
+_TEXT_ELEMENTS = {"title", "style", "h1", "h2", "p", "td", "th", "figcaption", "text"}
 
 
 class _Report(HTMLParser):
@@ -46,11 +47,15 @@ class _Report(HTMLParser):
         self._text: list[str] | None = None
         self._kind = ""
         self._inside = 0
+        self._divs: list[bool] = []
         self.feed(document)
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         attributes = dict(attrs)
         self._inside += tag in _TEXT_ELEMENTS
+        if tag == "div":
+            self._divs.append(attributes.get("class") == "muted")
+            self._inside += self._divs[-1]
         if tag == "section":
             self._section = {"rows": [], "paragraphs": [], "cells": [], "images": [],
                              "captions": [], "heading": ""}
@@ -73,6 +78,8 @@ class _Report(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         self._inside -= tag in _TEXT_ELEMENTS
+        if tag == "div":
+            self._inside -= self._divs.pop()
         if self._text is None or tag != self._kind:
             return
         text, self._text = "".join(self._text), None

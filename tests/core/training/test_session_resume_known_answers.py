@@ -106,6 +106,8 @@ def test_a_resumed_run_keeps_its_best_epoch_accuracy_loss_and_file(stopped):
     assert sorted((Path(r.path).name, r.true_class) for r in rows) == sorted(
         (f"{i}.png", name) for name in ("dark", "light") for i in range(4))
     assert all(r.predicted_class == r.true_class for r in rows)
+    # The best model's feature findings, beside them, name the data folder they looked at.
+    assert json.loads((run_dir / "feature_health.json").read_text())["root"] == str(data)
     _swap_validation_classes(data)
     control = RunControl()
     resumed = _Record(control, stop_after=4)

@@ -290,3 +290,16 @@ def test_a_head_then_full_resume_says_which_stage_comes_next(tmp_path, head_epoc
     train(config.replace(resume=first.last_checkpoint_path), resumed, control)
     assert resumed.levels[
         f"Resuming from {first.last_checkpoint_path} after epoch 1{next_stage}."] == "info"
+
+
+def test_an_epoch_none_of_whose_validation_images_decode_counts_as_0_and_is_kept(tmp_path):
+    data = _dark_and_light(tmp_path / "data")
+    for image in (data / "val").rglob("*.png"):
+        image.write_bytes(image.read_bytes()[:60])  # a PNG header, then nothing
+    record = _Record()
+    end = train(_config(tmp_path, data, epochs=1).replace(max_failed_images=100), record)
+    assert end.status == "completed", end.error
+    (epoch,) = record.epochs
+    assert epoch.val_accuracy == 0.0 and epoch.is_best  # not NaN: 0.0 beats "no epoch yet"
+    assert (end.best_epoch, end.best_val_accuracy) == (1, 0.0)
+    assert Path(end.best_model_path).is_file()

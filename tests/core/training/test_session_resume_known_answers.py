@@ -251,7 +251,7 @@ def test_a_failed_save_says_which_checkpoint_still_holds_the_run(tmp_path):
     config = _config(tmp_path, data, epochs=4)
     failed = train(config, _Block("last.pt"))
     assert failed.status == "failed" and failed.epochs_completed == 0
-    assert "no earlier epoch had been saved" in failed.error
+    assert "; no earlier epoch had been saved. Free some space" in failed.error
 
     first = train(config.replace(epochs=1, run_name="first"))
     kept = Path(first.run_dir) / "kept.pt"  # resumed from a copy, so last.pt can be blocked
@@ -303,3 +303,20 @@ def test_an_epoch_none_of_whose_validation_images_decode_counts_as_0_and_is_kept
     assert epoch.val_accuracy == 0.0 and epoch.is_best  # not NaN: 0.0 beats "no epoch yet"
     assert (end.best_epoch, end.best_val_accuracy) == (1, 0.0)
     assert Path(end.best_model_path).is_file()
+
+
+def test_a_view_that_fails_on_the_run_end_leaves_the_run_as_it_ended(tmp_path):
+    class _FailAtEnd(_Record):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ends: list = []
+
+        def on_run_end(self, event):
+            self.ends.append(event)
+            raise RuntimeError("a view could not show the end")
+
+    data = _dark_and_light(tmp_path / "data")
+    record = _FailAtEnd()
+    end = train(_config(tmp_path, data, epochs=1), record)
+    # on_run_end is called once however the run ends; the run stays completed.
+    assert [e.status for e in record.ends] == ["completed"] and end is record.ends[0]

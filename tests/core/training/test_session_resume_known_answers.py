@@ -320,3 +320,28 @@ def test_a_view_that_fails_on_the_run_end_leaves_the_run_as_it_ended(tmp_path):
     end = train(_config(tmp_path, data, epochs=1), record)
     # on_run_end is called once however the run ends; the run stays completed.
     assert [e.status for e in record.ends] == ["completed"] and end is record.ends[0]
+
+
+def test_a_resume_from_an_earlier_checkpoint_shows_the_rerun_epoch_once(tmp_path):
+    class _KeepEpochOne(_Record):
+        def on_epoch_end(self, event):
+            super().on_epoch_end(event)
+            if event.epoch == 1:  # last.pt holds epoch 1 when its end is reported
+                last = Path(event.checkpoint_path)
+                (last.parent / "epoch1.pt").write_bytes(last.read_bytes())
+
+    data = _dark_and_light(tmp_path / "data")
+    config = _config(tmp_path, data, epochs=2)
+    first = train(config, _KeepEpochOne())
+    assert first.epochs_completed == 2
+    _swap_validation_classes(data)
+    record = _Record()
+    again = train(config.replace(resume=str(Path(first.run_dir) / "epoch1.pt")), record)
+    (rerun,) = record.epochs
+    assert (again.run_dir, rerun.epoch) == (first.run_dir, 2)
+    # The run's views: epochs 1 and 2 once each, epoch 2 as it was re-run.
+    curves = run_curves(first.run_dir)
+    assert curves.epochs == (1, 2)
+    assert curves.val_accuracy[1] == pytest.approx(rerun.val_accuracy)
+    assert curves.val_loss[1] == pytest.approx(rerun.val_loss)
+    assert read_run_summary(first.run_dir).epochs_completed == 2

@@ -311,7 +311,7 @@ def _exports_section(folder: Path) -> str:
     try:
         exports = json.loads(path.read_text(encoding="utf-8")).get("exports", {})
     except (OSError, ValueError, AttributeError) as exc:
-        return _section("exports", "Exports", f"<p class='bad'>{_e(path)} is unreadable "
+        return _section("exports", "Exports", f"<p class='bad'>{_e(str(path))} is unreadable "
                                               f"({_e(type(exc).__name__)})</p>")
     rows = []
     for name, e in exports.items():

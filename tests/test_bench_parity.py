@@ -129,8 +129,8 @@ def first_batch_with_draws(session: TrainingSession, seed: int):
     """Workbench's first training batch of epoch 0 and the draws that cut it, taken from the
     same generator the session seeds."""
     from workbench.core.data.batched_crops import draw_resized_crops
-    from workbench.core.training.epoch_seeds import epoch_seed
     from workbench.core.training.feature_cache import epoch_order
+    from workbench.core.training.session_setup import epoch_seed
 
     cfg = session.config
     images = session.sources.device_images

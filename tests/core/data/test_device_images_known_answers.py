@@ -24,7 +24,7 @@ from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import CenterCrop, RandomResizedCropFlip
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
-from workbench.core.training.epoch_seeds import epoch_seed
+from workbench.core.training.session_setup import epoch_seed
 
 
 def test_the_budget_is_512_mib_or_an_eighth_of_a_smaller_card(monkeypatch):
@@ -80,8 +80,8 @@ def test_each_seed_gives_its_own_draws_and_the_same_seed_the_same_ones():
     assert torch.equal(epoch(epoch_seed(0, 0, "crops")), first)
     assert not torch.equal(epoch(epoch_seed(0, 1, "crops")), first)
     # The draws of the first batch come from a fresh generator with the seed itself.
-    own = RandomResizedCropFlip(8, 0.5).batch(data.images[:4],
-                                              torch.Generator().manual_seed(epoch_seed(0, 0, "crops")))
+    generator = torch.Generator().manual_seed(epoch_seed(0, 0, "crops"))
+    own = RandomResizedCropFlip(8, 0.5).batch(data.images[:4], generator)
     assert torch.equal(first[:4], own)
 
 

@@ -8,8 +8,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from workbench.core.data.device_images import DeviceImages, DeviceImageSet
 from workbench.core.data.transforms import CenterCrop, RandomResizedCropFlip
 from workbench.core.training.batch_sources import BatchSources
-from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.feature_cache import CachedFeatures
+from workbench.core.training.session_setup import epoch_seed
 
 
 def _loader(count: int) -> DataLoader:

@@ -12,12 +12,12 @@ from workbench.core.data.device_images import DeviceImages, DeviceImageSet
 from workbench.core.data.transforms import CenterCrop, RandomResizedCropFlip
 from workbench.core.training.batch_sources import BatchSources
 from workbench.core.training.distributed import set_epoch
-from workbench.core.training.epoch_seeds import DRAWS, epoch_seed
+from workbench.core.training.session_setup import EPOCH_DRAWS, epoch_seed
 
 
 def test_seeds_are_repeatable_distinct_and_fit_a_torch_generator():
     seeds = {(seed, epoch, draw): epoch_seed(seed, epoch, draw)
-             for seed in range(20) for epoch in range(50) for draw in DRAWS}
+             for seed in range(20) for epoch in range(50) for draw in EPOCH_DRAWS}
     assert len(set(seeds.values())) == len(seeds) == 3000  # no two draws of any runs share one
     assert all(0 <= value < 2**63 for value in seeds.values())
     assert epoch_seed(3, 7, "crops") == seeds[(3, 7, "crops")]  # a resumed run gets the same

@@ -16,7 +16,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from workbench.core.data.device_images import DeviceImageSet
-from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.feature_cache import (
     Batch,
     CachedFeatures,
@@ -24,6 +23,7 @@ from workbench.core.training.feature_cache import (
     feature_batches,
     unshuffled_loader,
 )
+from workbench.core.training.session_setup import epoch_seed
 
 Extract = Callable[[Iterable[Batch]], CachedFeatures | None]
 

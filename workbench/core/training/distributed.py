@@ -24,7 +24,7 @@ from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler
 
 from workbench.core.data.data_pipeline import loader_like
-from workbench.core.training.epoch_seeds import epoch_seed
+from workbench.core.training.session_setup import epoch_seed
 from workbench.core.training.steps import EpochResult
 
 SHUTDOWN_WAIT_S = 60
@@ -160,7 +160,7 @@ def set_epoch(loader: DataLoader, epoch: int, seed: int) -> None:
     sampler = loader.sampler
     shuffle_seed = epoch_seed(seed, epoch, "shuffle")
     if isinstance(sampler, DistributedSampler):
-        # Its own rule is seed + epoch, the overlap between seeds epoch_seeds.py removes.
+        # Its own rule is seed + epoch, the overlap between seeds that epoch_seed removes.
         sampler.seed = shuffle_seed
         sampler.set_epoch(0)
         return

@@ -62,7 +62,6 @@ from workbench.core.training.batch_norm_statistics import (
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
 from workbench.core.training.early_stopping import early_stopping_for, kept_result_message
-from workbench.core.training.epoch_seeds import epoch_seed
 from workbench.core.training.faults import TrainingOutOfMemory
 from workbench.core.training.feature_cache import extract_features
 from workbench.core.training.optimisers import (
@@ -76,6 +75,7 @@ from workbench.core.training.optimisers import (
 )
 from workbench.core.training.plan import plan_run
 from workbench.core.training.session_setup import (
+    epoch_seed,
     fit_to_training_set,
     image_cache_messages,
     learning_rate_note,

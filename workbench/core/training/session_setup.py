@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -135,6 +136,26 @@ def seed_everything(seed: int, deterministic: bool, device: str) -> None:
     elif device.startswith("cuda"):
         # Fixed input shapes: let cuDNN pick the fastest convolution once.
         torch.backends.cudnn.benchmark = True
+
+
+# An epoch's random draws: its shuffle, its crops and flips, and torch's global generator
+# (dropout, loader workers' seeds, augmentations drawn in the loader).
+EPOCH_DRAWS = ("shuffle", "crops", "torch")
+
+
+def epoch_seed(seed: int, epoch: int, draw: str) -> int:
+    """A 63-bit seed for ``draw`` (one of ``EPOCH_DRAWS``) in epoch ``epoch`` (0-based) of a
+    run seeded ``seed``, any int ``torch.Generator.manual_seed`` takes.
+
+    It depends on (seed, epoch, draw) only, so a resumed run draws what the uninterrupted run
+    would have. It is a hash rather than ``seed + epoch``: with that sum the run of seed 1
+    shuffled and cropped each epoch as the run of seed 0 did one epoch later, so "five seeds"
+    of a benchmark were largely one run shifted by an epoch.
+    """
+    if draw not in EPOCH_DRAWS:
+        raise ValueError(f"unknown draw {draw!r}; one of {', '.join(EPOCH_DRAWS)}")
+    digest = hashlib.blake2b(f"{seed}/{epoch}/{draw}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
 
 
 def share_batches_by_name() -> None:

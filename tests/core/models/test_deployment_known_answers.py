@@ -16,6 +16,7 @@ import onnx
 import pytest
 from PIL import Image
 
+from tests.core.models.hand_made_files import write_images_and_resized_copies
 from tests.core.models.test_export_images_used import _folder_and_model
 from workbench.core.data.health.health_check import check_health
 from workbench.core.data.training_scan import scan_for_run
@@ -355,12 +356,7 @@ def test_the_figures_keep_the_health_checks_copies_together_as_the_run_did(
     """Copies the health check found (in the run's cache folder) are split together by the
     run's scan; the export's validation images are that split, not the folder split afresh."""
     root, rng = tmp_path / "data", np.random.default_rng(0)
-    for name in ("a", "b"):
-        (root / name).mkdir(parents=True)
-        for i in range(8):  # each image and a resized copy under another name
-            image = Image.fromarray(rng.integers(0, 256, (32, 32), dtype=np.uint8))
-            image.save(root / name / f"{i:02d}.png")
-            image.resize((24, 24)).save(root / name / f"z{7 - i}.png")
+    write_images_and_resized_copies(root, rng)
     config = TrainConfig(data_root=str(root), model="small_cnn", crop_size=8, resize_size=8,
                          val_fraction=0.25, cache_dir=str(tmp_path / "cache"))
     check_health(str(root), cache_dir=config.cache_dir)

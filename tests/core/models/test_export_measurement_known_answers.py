@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.core.models.hand_made_files import write_images_and_resized_copies
 from workbench.core.models import export_measurement
 from workbench.core.models.export_measurement import (
     LATENCY_REPEATS,
@@ -117,12 +118,7 @@ def test_without_a_cache_folder_the_copies_are_read_from_the_default_one(tmp_pat
 
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "default-cache"))
     root, rng = tmp_path / "data", np.random.default_rng(0)
-    for name in ("a", "b"):
-        (root / name).mkdir(parents=True)
-        for i in range(8):  # each image and a resized copy under another name
-            image = Image.fromarray(rng.integers(0, 256, (32, 32), dtype=np.uint8))
-            image.save(root / name / f"{i:02d}.png")
-            image.resize((24, 24)).save(root / name / f"z{7 - i}.png")
+    write_images_and_resized_copies(root, rng)
     before = scan_for_run(str(root), 0.25, 0).val
     check_health(str(root))
     run_split = scan_for_run(str(root), 0.25, 0).val

@@ -17,6 +17,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.core.models.hand_made_files import save_onnx_graph
 from workbench.core.models.export_files import ExportError
 from workbench.core.models.export_variants import (
     CALIBRATION_BATCH,
@@ -38,13 +39,7 @@ def _float32_file(path: Path, metadata: dict[str, str] = METADATA) -> Path:
         [helper.make_tensor_value_info("images", TensorProto.UINT8, ["N", 1, 4, 4])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 2])],
         [numpy_helper.from_array(WEIGHTS, "W")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 9
-    for key, value in metadata.items():
-        entry = model.metadata_props.add()
-        entry.key, entry.value = key, value
-    onnx.save(model, str(path))
-    return path
+    return save_onnx_graph(graph, metadata, path)
 
 
 def _initializers(path: Path) -> dict[str, np.ndarray]:

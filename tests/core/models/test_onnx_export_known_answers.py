@@ -7,13 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-import onnx
 import onnxruntime
 import pytest
 import torch
 from onnx import TensorProto, helper
 
 import workbench
+from tests.core.models.hand_made_files import save_onnx_graph
 from workbench.core.models.export_files import ExportError
 from workbench.core.models.onnx_export import (
     UInt8Classifier,
@@ -35,13 +35,7 @@ def _onnx_file(path: Path, metadata: dict[str, str]) -> Path:
         "sum", [helper.make_tensor_value_info("images", TensorProto.UINT8, ["N", 1, 2, 2])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 2])],
         [helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 9
-    for key, value in metadata.items():
-        entry = model.metadata_props.add()
-        entry.key, entry.value = key, value
-    onnx.save(model, str(path))
-    return path
+    return save_onnx_graph(graph, metadata, path)
 
 
 WORKBENCH = {"class_names": json.dumps(["bright", "dark"]),

@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import torch
-from PIL import Image
 
+from tests.core.training.grey_noise_folders import write_dark_and_light
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig
 from workbench.core.runs.control import RunControl
@@ -21,21 +20,6 @@ from workbench.core.runs.events import Callback
 from workbench.core.runs.run_folder import read_metrics
 from workbench.core.runs.run_index import read_run_summary
 from workbench.core.training.engine import train
-
-
-def _write_dark_and_light(root: Path) -> Path:
-    """train/ and val/ folders of two classes a small CNN tells apart in an epoch or two
-    whatever the process ran before: dark and light grey noise (circles and squares of 8
-    images a class stayed at chance, 0.5, in one whole-suite run)."""
-    rng = np.random.default_rng(0)
-    for split, count in (("train", 8), ("val", 4)):
-        for name, level in (("dark", 50), ("light", 200)):
-            folder = root / split / name
-            folder.mkdir(parents=True)
-            for index in range(count):
-                pixels = np.clip(level + rng.normal(0, 20, (32, 32)), 0, 255).astype(np.uint8)
-                Image.fromarray(pixels).save(folder / f"{index}.png")
-    return root
 
 
 class _StopAfterEpoch(Callback):
@@ -48,7 +32,7 @@ class _StopAfterEpoch(Callback):
 
 
 def test_a_resumed_run_whose_later_epochs_are_worse_keeps_its_best_model(tmp_path) -> None:
-    data = _write_dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     config = TrainConfig(
         data_root=str(data), model="small_cnn", weights="none", finetune="full",
         crop_mode="standard", resize_size=28, crop_size=28, train_hflip=False, batch_size=8,

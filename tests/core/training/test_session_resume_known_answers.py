@@ -13,11 +13,11 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from PIL import Image
 
+from tests.core.training.grey_noise_folders import write_dark_and_light
 from workbench.core.models.building import SmallCNN
 from workbench.core.models.checkpoint_format import load_checkpoint
 from workbench.core.runs.config import TrainConfig
@@ -27,18 +27,6 @@ from workbench.core.runs.predictions_file import read_predictions
 from workbench.core.runs.run_folder import read_metrics
 from workbench.core.runs.run_index import read_run_summary, run_curves
 from workbench.core.training.engine import train
-
-
-def _dark_and_light(root: Path) -> Path:
-    rng = np.random.default_rng(0)
-    for split, count in (("train", 8), ("val", 4)):
-        for name, level in (("dark", 50), ("light", 200)):
-            folder = root / split / name
-            folder.mkdir(parents=True)
-            for index in range(count):
-                pixels = np.clip(level + rng.normal(0, 20, (32, 32)), 0, 255).astype(np.uint8)
-                Image.fromarray(pixels).save(folder / f"{index}.png")
-    return root
 
 
 def _swap_validation_classes(data: Path) -> None:
@@ -85,7 +73,7 @@ def _config(tmp_path: Path, data: Path, epochs: int) -> TrainConfig:
 @pytest.fixture
 def stopped(tmp_path):
     """A 5-epoch run stopped after epoch 3 with every validation image right."""
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     config = _config(tmp_path, data, epochs=5)
     control = RunControl()
     first = _Record(control, stop_after=3)
@@ -184,7 +172,7 @@ def test_a_resume_without_its_best_model_file_names_none_and_a_cancel_keeps_the_
 
 
 def test_a_run_cancelled_before_its_first_epoch_ends_with_nothing_kept(tmp_path):
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     control = RunControl()
     record = _Record(control, cancel=True)
     end = train(_config(tmp_path, data, epochs=2), record, control)
@@ -196,7 +184,7 @@ def test_a_run_cancelled_before_its_first_epoch_ends_with_nothing_kept(tmp_path)
 
 
 def test_the_first_epoch_to_reach_the_best_accuracy_stays_the_best(tmp_path):
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     record = _Record()
     end = train(_config(tmp_path, data, epochs=4), record)
     accuracies = [e.val_accuracy for e in record.epochs]
@@ -247,7 +235,7 @@ class _Block(_Record):
 
 
 def test_a_failed_save_says_which_checkpoint_still_holds_the_run(tmp_path):
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     config = _config(tmp_path, data, epochs=4)
     failed = train(config, _Block("last.pt"))
     assert failed.status == "failed" and failed.epochs_completed == 0
@@ -263,7 +251,7 @@ def test_a_failed_save_says_which_checkpoint_still_holds_the_run(tmp_path):
 
 
 def test_predictions_that_cannot_be_written_are_a_warning_and_the_run_goes_on(tmp_path):
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     record = _Block("predictions.csv")
     end = train(_config(tmp_path, data, epochs=1), record)
     assert end.status == "completed" and end.best_epoch == 1
@@ -276,7 +264,7 @@ def test_predictions_that_cannot_be_written_are_a_warning_and_the_run_goes_on(tm
     (2, "; the next epoch trains the head only"),
     (1, "; the next epoch trains the whole network")])
 def test_a_head_then_full_resume_says_which_stage_comes_next(tmp_path, head_epochs, next_stage):
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     weights = tmp_path / "small_cnn.pt"
     torch.save(SmallCNN(2, in_channels=1).state_dict(), weights)
     config = _config(tmp_path, data, epochs=3).replace(
@@ -293,7 +281,7 @@ def test_a_head_then_full_resume_says_which_stage_comes_next(tmp_path, head_epoc
 
 
 def test_an_epoch_none_of_whose_validation_images_decode_counts_as_0_and_is_kept(tmp_path):
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     for image in (data / "val").rglob("*.png"):
         image.write_bytes(image.read_bytes()[:60])  # a PNG header, then nothing
     record = _Record()
@@ -315,7 +303,7 @@ def test_a_view_that_fails_on_the_run_end_leaves_the_run_as_it_ended(tmp_path):
             self.ends.append(event)
             raise RuntimeError("a view could not show the end")
 
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     record = _FailAtEnd()
     end = train(_config(tmp_path, data, epochs=1), record)
     # on_run_end is called once however the run ends; the run stays completed.
@@ -330,7 +318,7 @@ def test_a_resume_from_an_earlier_checkpoint_shows_the_rerun_epoch_once(tmp_path
                 last = Path(event.checkpoint_path)
                 (last.parent / "epoch1.pt").write_bytes(last.read_bytes())
 
-    data = _dark_and_light(tmp_path / "data")
+    data = write_dark_and_light(tmp_path / "data")
     config = _config(tmp_path, data, epochs=2)
     first = train(config, _KeepEpochOne())
     assert first.epochs_completed == 2

@@ -43,7 +43,8 @@ def test_the_words_for_what_is_on() -> None:
     assert PixelAugmentation(RandomRotation(12.5), ColourJitter(brightness=0.2),
                              AutoAugmentPolicy("rand_augment")).describe() == \
         ["rotation \u00b112.5\u00b0", "colour jitter", "RandAugment"]
-    assert PixelAugmentation(rotation=RandomRotation(15.0)).describe() == ["rotation \u00b115\u00b0"]
+    assert PixelAugmentation(rotation=RandomRotation(15.0)).describe() == \
+        ["rotation \u00b115\u00b0"]
     only_policy = PixelAugmentation(auto_augment=AutoAugmentPolicy("trivial_augment_wide"))
     assert only_policy.describe() == ["TrivialAugmentWide"] and only_policy.active
     assert PixelAugmentation(jitter=ColourJitter(contrast=0.1)).active

@@ -51,7 +51,10 @@ def training_sizes(crop_size: int, start_share: float, epochs: int,
     step = size_step(crop_size)
     sizes = []
     for epoch in range(epochs):
-        grown = start + (crop_size - start) * min(1.0, epoch / (ramp - 1))
+        if epoch >= ramp - 1:  # the full crop as it is, a multiple of the step or not
+            sizes.append(crop_size)
+            continue
+        grown = start + (crop_size - start) * epoch / (ramp - 1)
         sizes.append(min(crop_size, max(smallest, step * round(grown / step))))
     return sizes
 

@@ -119,9 +119,9 @@ def test_measurements_that_are_not_a_mapping_are_not_a_measurements_file(tmp_pat
 def test_a_folder_in_place_of_the_file_cannot_be_read_or_written(tmp_path: Path):
     path = tmp_path / "m.json"
     path.mkdir()
-    text = warning_text(MeasurementCache(path))
-    assert text.startswith(f"Model measurements file {path} cannot be read (")
-    assert text.endswith("); measurements are not remembered.")
+    assert warning_text(MeasurementCache(path)) == (
+        f"Model measurements file {path} cannot be read (Is a directory [EISDIR]); "
+        "measurements are not remembered.")
     with pytest.warns(MeasurementCacheWarning) as caught:
         MeasurementCache(path).put(measurement())  # no exception: the caller keeps its figure
     assert [str(w.message).startswith(f"Model measurements file {path} cannot be written: ")

@@ -55,8 +55,8 @@ def test_a_peak_of_exactly_the_headroom_share_fits_without_a_warning():
     # 0.9 x 1000 is 900.0 exactly: the edge itself is not tight, one byte more is.
     edge = judge_memory_fit("cuda:0", 8, 900, 1000)
     assert (edge.fits, edge.tight, edge.warn) == (True, False, False)
-    assert edge.sentence == "Batch 8 fits on cuda:0: peak 0.0 MiB of 0.00 GiB free."
-    assert (edge.peak_bytes, edge.free_bytes) == (900, 1000)
+    assert edge == MemoryFit("cuda:0", 8, True, True,
+                             "Batch 8 fits on cuda:0: peak 0.0 MiB of 0.00 GiB free.", 900, 1000)
     over = judge_memory_fit("cuda:0", 8, 901, 1000)
     assert (over.fits, over.tight, over.warn) == (True, True, True)
     # A headroom given by the caller is the one used.
@@ -76,3 +76,11 @@ def test_the_dry_step_peak_is_the_probes_own_figure_for_the_configs_batch():
     assert expected > 0
     assert _dry_step_peak(config, 4, "cpu") == expected
     assert _dry_step_peak(config.replace(batch_size=6), 4, "cpu") > expected
+
+
+def test_on_the_cpu_the_verdict_names_the_configs_batch():
+    from workbench.core.runs.config import TrainConfig
+    from workbench.core.training.tuning.memory_fit import check_memory_fit
+
+    fit = check_memory_fit(TrainConfig(device="cpu", model="small_cnn", batch_size=4096), 10)
+    assert (fit.device, fit.batch_size, fit.limited, fit.fits) == ("cpu", 4096, False, True)

@@ -1,0 +1,141 @@
+"""Known answers of the batch size search: the batches tried, the largest batch under a simulated
+memory limit, the recommendation and the paragraph a user reads, for a card whose step needs
+a known number of bytes a sample."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from workbench.core.runs.config import TrainConfig
+from workbench.core.training.tuning.batch_size_finder import (
+    DEFAULT_MAX_BATCH,
+    MARGIN,
+    BatchSizeResult,
+    TrainingStepProbe,
+    find_batch_size,
+    peak_memory_text,
+)
+
+MIB = 2**20
+
+
+def cnn_config(**changes: object) -> TrainConfig:
+    return TrainConfig(
+        model="small_cnn", weights="none", finetune="full", crop_mode="standard",
+        resize_size=20, crop_size=16, device="cpu", amp=False, seed=0,
+    ).replace(**changes)
+
+
+class SimulatedCard:
+    """A step that needs 100 MiB plus 10 MiB a sample, on a card with ``free`` bytes."""
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+        self.released = 0
+
+    def __call__(self, batch: int) -> int:
+        need = 100 * MIB + 10 * MIB * batch
+        if need > self.free:
+            raise torch.OutOfMemoryError(f"Tried to allocate {need} bytes")
+        return need
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def test_the_largest_batch_under_a_limit_and_the_paragraph_about_it():
+    card = SimulatedCard(free=400 * MIB)  # 30 samples fit exactly, 31 do not
+    tries: list[tuple[int, bool, int | None]] = []
+    result = find_batch_size(cnn_config(), max_batch=64, step_runner=card,
+                             on_try=lambda *one: tries.append(one))
+    assert result.tried == (1, 2, 4, 8, 16, 32, 24, 28, 30, 31)
+    assert (result.largest_fitting, result.first_failing, result.batch_size) == (30, 31, 27)
+    assert tries[5] == (32, False, None) and tries[8] == (30, True, 400 * MIB)
+    assert result.peak_memory == {1: 110 * MIB, 2: 120 * MIB, 4: 140 * MIB, 8: 180 * MIB,
+                                  16: 260 * MIB, 24: 340 * MIB, 28: 380 * MIB, 30: 400 * MIB}
+    assert card.released == 2  # after each failed try: 32 and 31
+    assert result.describe() == (
+        "Largest batch that fits on cpu, float32: 30 samples, 400.0 MiB kept for backward; 31 "
+        "did not. Recommended batch_size 27 (90% of it, headroom for a long run).")
+    assert (result.max_batch, result.margin, result.cancelled, result.no_memory_limit) == (
+        64, MARGIN, False, False)
+
+
+def test_without_max_batch_the_cpu_search_stops_at_64():
+    assert DEFAULT_MAX_BATCH == {"cuda": 1024, "cpu": 64}
+    result = find_batch_size(cnn_config(), step_runner=SimulatedCard(free=10**15))
+    assert result.tried == (1, 2, 4, 8, 16, 32, 64) and result.max_batch == 64
+    assert (result.largest_fitting, result.first_failing, result.batch_size) == (64, None, 57)
+    assert result.describe().endswith(
+        "; the search stopped at max_batch 64. Recommended batch_size 57 (90% of it, headroom "
+        "for a long run).")
+
+
+def test_the_margin_edges_and_a_batch_of_one():
+    card = SimulatedCard(free=115 * MIB)  # 1 sample fits, 2 do not
+    result = find_batch_size(cnn_config(), max_batch=8, margin=1.0, step_runner=card)
+    assert (result.tried, result.largest_fitting, result.batch_size) == ((1, 2), 1, 1)
+    # 90% of 1 sample rounds down to 0: a batch of 1 is still recommended.
+    assert find_batch_size(cnn_config(), max_batch=8, step_runner=card).batch_size == 1
+    assert find_batch_size(cnn_config(), max_batch=1, step_runner=card).tried == (1,)
+    assert find_batch_size(cnn_config(), max_batch=64, margin=0.5,
+                           step_runner=SimulatedCard(400 * MIB)).batch_size == 15
+    with pytest.raises(ValueError, match=r"max_batch must be at least 1 \(got 0\)"):
+        find_batch_size(cnn_config(), max_batch=0, step_runner=card)
+    with pytest.raises(ValueError, match=r"margin must be in \(0, 1\] \(got 0.0\)"):
+        find_batch_size(cnn_config(), margin=0.0, step_runner=card)
+
+
+def test_the_cpu_answer_keeps_the_settings_it_was_asked_for():
+    result = find_batch_size(cnn_config(crop_mode="five_crop"), max_batch=32, margin=0.8)
+    assert result == BatchSizeResult(0, 0, None, device="cpu", precision="float32",
+                                     crops_per_sample=5, max_batch=32, margin=0.8,
+                                     no_memory_limit=True)
+
+
+def test_peak_texts_switch_to_gib_at_one_gib_and_name_what_they_count():
+    assert peak_memory_text(2**30, "cuda:0") == "peak 1.00 GiB"
+    assert peak_memory_text(2**30 - 2**20, "cuda:0") == "peak 1023.0 MiB"
+    assert peak_memory_text(3 * MIB // 2, "cpu") == "1.5 MiB kept for backward"
+
+
+def test_a_paragraph_without_a_peak_and_with_five_crops():
+    result = BatchSizeResult(9, 10, 11, peak_memory={10: None}, device="cuda:0",
+                             precision="float16 (mixed)", crops_per_sample=5)
+    assert result.describe() == (
+        "Largest batch that fits on cuda:0, float16 (mixed): 10 samples (5 crops each); 11 did "
+        "not. Recommended batch_size 9 (90% of it, headroom for a long run).")
+    nothing = BatchSizeResult(0, 0, 1, device="cuda:0", precision="float32", crops_per_sample=5)
+    assert nothing.describe() == (
+        "Even a batch of 1 sample (5 crops each) does not fit on cuda:0, float32; lower "
+        "crop_size, turn on amp or choose finetune last_layer.")
+
+
+def test_a_step_that_keeps_exactly_the_limit_fits_and_one_byte_less_does_not():
+    config = cnn_config()
+    kept = TrainingStepProbe(config, 4, "cpu")(3)
+    assert kept > 0
+    assert TrainingStepProbe(config, 4, "cpu", memory_limit_bytes=kept)(3) == kept
+    with pytest.raises(torch.OutOfMemoryError, match=f"over the {kept - 1:,}-byte limit"):
+        TrainingStepProbe(config, 4, "cpu", memory_limit_bytes=kept - 1)(3)
+
+
+def test_the_bytes_kept_do_not_count_the_weights_and_grow_with_the_batch():
+    config = cnn_config()
+    probe = TrainingStepProbe(config, 4, "cpu")
+    one, two = probe(1), probe(2)
+    weights = sum(p.numel() * p.element_size() for p in probe.model.parameters())
+    # Input pixels alone: 1 x 16 x 16 float32 a sample; the kept tensors grow per sample.
+    assert 16 * 16 * 4 < one < weights
+    assert two - one == probe(3) - two > 16 * 16 * 4
+    assert TrainingStepProbe(config, 4, "cpu", count_saved=False)(2) == 0
+
+
+def test_a_synthetic_batch_has_the_runs_shape():
+    probe = TrainingStepProbe(cnn_config(crop_mode="five_crop"), 3, "cpu", count_saved=False)
+    images, labels = probe.synthetic_batch(6)
+    assert (images.shape, images.dtype) == ((6, 5, 1, 16, 16), torch.uint8)  # small_cnn: grey
+    assert labels.shape == (6,) and 0 <= int(labels.min()) and int(labels.max()) < 3
+    images, _ = TrainingStepProbe(cnn_config(), 3, "cpu").synthetic_batch(2)
+    assert images.shape == (2, 1, 16, 16)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.training.tuning.preflight_configs import small_config
 from workbench.core.data.generated.synthetic_images import write_shape_dataset
-from workbench.core.runs.config import TrainConfig
 from workbench.core.training.engine import train
 from workbench.core.training.tuning.preflight import (
     Finding,
@@ -21,15 +21,6 @@ from workbench.core.training.tuning.preflight import (
 )
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/sys is Linux's")
-
-
-def small_config(data_root: Path | str, tmp_path: Path, **changes) -> TrainConfig:
-    base = TrainConfig(
-        data_root=str(data_root), model="small_cnn", weights="none", finetune="full",
-        crop_mode="standard", resize_size=16, crop_size=16, batch_size=4, epochs=1,
-        workers=0, device="cpu", amp=False, cache_images=False,
-        output_dir=str(tmp_path / "runs"))
-    return base.replace(**changes)
 
 
 @pytest.fixture(scope="module")

@@ -112,8 +112,8 @@ def test_measurements_that_are_not_a_mapping_are_not_a_measurements_file(tmp_pat
     path = tmp_path / "m.json"
     path.write_text('{"format": 1, "measurements": [1, 2]}')
     assert warning_text(MeasurementCache(path)) == (
-        f"Model measurements file {path} is not a measurements file (format 1, not 1); it is "
-        "ignored and replaced by the next measurement.")
+        f"Model measurements file {path} is not a measurements file (its measurements are a "
+        "list, not a mapping); it is ignored and replaced by the next measurement.")
 
 
 def test_a_folder_in_place_of_the_file_cannot_be_read_or_written(tmp_path: Path):

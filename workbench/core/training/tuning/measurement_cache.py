@@ -114,8 +114,11 @@ class MeasurementCache:
         try:
             data = json.loads(text)
             entries = data["measurements"]
-            if data.get("format") != FILE_FORMAT or not isinstance(entries, dict):
+            if data.get("format") != FILE_FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, not {FILE_FORMAT}")
+            if not isinstance(entries, dict):
+                raise ValueError(f"its measurements are a {type(entries).__name__}, not a "
+                                 "mapping")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             if not quiet:
                 self._warn(f"is not a measurements file ({exc}); it is ignored and replaced "

@@ -3,7 +3,12 @@ for each case, at the edges of 'fits', 'tight' and 'does not fit'."""
 
 from __future__ import annotations
 
-from workbench.core.training.tuning.memory_fit import HEADROOM, MemoryFit, judge_memory_fit
+from workbench.core.training.tuning.memory_fit import (
+    HEADROOM,
+    MemoryFit,
+    free_for_run,
+    judge_memory_fit,
+)
 
 GIB = 2**30
 
@@ -84,3 +89,12 @@ def test_on_the_cpu_the_verdict_names_the_configs_batch():
 
     fit = check_memory_fit(TrainConfig(device="cpu", model="small_cnn", batch_size=4096), 10)
     assert (fit.device, fit.batch_size, fit.limited, fit.fits) == ("cpu", 4096, False, True)
+
+
+def test_the_free_memory_of_a_run_adds_what_the_allocator_holds_unused():
+    # 6 GiB free on the card, and this process's allocator reserved 1.5 GiB of which it uses
+    # 0.5 GiB: the run can use 7 GiB. Without NVML's figure nothing is known.
+    gib = 2**30
+    assert free_for_run(6 * gib, 3 * gib // 2, gib // 2) == 7 * gib
+    assert free_for_run(0, 0, 0) == 0
+    assert free_for_run(None, 3 * gib // 2, gib // 2) is None

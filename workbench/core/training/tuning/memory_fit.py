@@ -107,14 +107,18 @@ def check_memory_fit(config: TrainConfig, num_classes: int,
     if not device.startswith("cuda"):
         return judge_memory_fit(device, config.batch_size, None, None)
     torch.zeros(1, device=device)  # the CUDA context exists before NVML is asked what is free
-    # Memory this process's allocator holds but does not use is free for the run too.
-    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    free = nvml_free_memory(device)
-    free = None if free is None else free + cached
+    free = free_for_run(nvml_free_memory(device), torch.cuda.memory_reserved(device),
+                        torch.cuda.memory_allocated(device))
     if measured_peak is not None:
         return judge_memory_fit(device, config.batch_size, measured_peak, free)
     peak = _dry_step_peak(config, num_classes, device)
     return judge_memory_fit(device, config.batch_size, peak, free)
+
+
+def free_for_run(nvml_free: int | None, reserved: int, allocated: int) -> int | None:
+    """The memory a run can use: what NVML reports free on the card plus what this process's
+    allocator holds but does not use (``reserved - allocated``); None when NVML is silent."""
+    return None if nvml_free is None else nvml_free + reserved - allocated
 
 
 def _dry_step_peak(config: TrainConfig, num_classes: int, device: str) -> int | None:

@@ -171,6 +171,38 @@ def test_a_resume_without_its_best_model_file_names_none_and_a_cancel_keeps_the_
     assert load_checkpoint(run_dir / "last.pt")["epoch"] == 3
 
 
+def test_a_resume_with_another_learning_rate_says_it_keeps_the_checkpoints(stopped):
+    config, _data, end, _best = stopped
+    checkpoint = end.last_checkpoint_path
+    control = RunControl()
+    resumed = _Record(control, stop_after=4)
+    # Trained at lr 0.05, momentum 0.9, weight decay 1e-4; resumed asking for others.
+    train(config.replace(resume=checkpoint, lr=0.01, weight_decay=0.001, momentum=0.9),
+          resumed, control)
+    said = (f"Resuming from {checkpoint} after epoch 3. It goes on with the checkpoint's "
+            "learning rate 0.05 (the settings say 0.01) and weight decay 0.0001 (the settings "
+            "say 0.001): a resumed run keeps the optimiser and schedule it saved; to train with "
+            "the new values, start a new run.")
+    assert resumed.levels[said] == "warning"
+    (epoch,) = resumed.epochs
+    assert epoch.lr == pytest.approx(0.05)  # what the message says it trained at
+
+
+@pytest.mark.parametrize("scheduler", ["cosine", "warmup_cosine", "onecycle"])
+def test_a_scheduled_run_resumed_with_its_own_settings_says_nothing_of_them(tmp_path,
+                                                                            scheduler):
+    # A schedule has moved the optimiser's lr by the time it is saved; only its base counts.
+    data = write_dark_and_light(tmp_path / "data")
+    config = _config(tmp_path, data, epochs=3).replace(scheduler=scheduler)
+    control = RunControl()
+    end = train(config, _Record(control, stop_after=1), control)
+    control = RunControl()
+    resumed = _Record(control, cancel=True)
+    train(config.replace(resume=end.last_checkpoint_path), resumed, control)
+    said = f"Resuming from {end.last_checkpoint_path} after epoch 1."
+    assert resumed.levels[said] == "info"
+
+
 def test_a_run_cancelled_before_its_first_epoch_ends_with_nothing_kept(tmp_path):
     data = write_dark_and_light(tmp_path / "data")
     control = RunControl()

@@ -15,6 +15,8 @@ Both carry ``version``; files are always read with ``torch.load(weights_only=Tru
 
 from __future__ import annotations
 
+import math
+
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -201,13 +203,19 @@ def write_workbench_file(data: Mapping[str, Any], path: str | Path) -> None:
 
 
 def restore_training_state(state: Mapping[str, Any], path: str | Path, model: nn.Module,
-                           optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any) -> None:
+                           optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any) -> str:
     """Load a checkpoint's weights strictly, then its optimiser, scheduler, scaler and RNGs.
+
+    Returns:
+        "" or, when the saved optimiser's learning rate, weight decay or momentum differ from
+        what ``optimizer`` was built with (the run's settings), a sentence naming both: a
+        resumed run goes on with the optimiser and schedule it saved.
 
     Raises:
         CheckpointError: The weights or optimiser state do not fit (another architecture,
             class count or optimiser).
     """
+    asked = _optimiser_settings(optimizer)
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -222,6 +230,32 @@ def restore_training_state(state: Mapping[str, Any], path: str | Path, model: nn
         scaler.load_state_dict(state["scaler"])
     if state.get("rng"):
         restore_rng_state(state["rng"])
+    return _kept_settings_note(asked, _optimiser_settings(optimizer))
+
+
+_SETTING_LABELS = {"lr": "learning rate", "weight_decay": "weight decay", "momentum": "momentum"}
+
+
+def _optimiser_settings(optimizer: torch.optim.Optimizer) -> dict[str, float]:
+    """The first parameter group's base learning rate (before any schedule), weight decay and
+    momentum (SGD's)."""
+    group = optimizer.param_groups[0]
+    settings = {"lr": float(group.get("initial_lr", group["lr"])),
+                "weight_decay": float(group.get("weight_decay", 0.0))}
+    if "momentum" in group:
+        settings["momentum"] = float(group["momentum"])
+    return settings
+
+
+def _kept_settings_note(asked: dict[str, float], kept: dict[str, float]) -> str:
+    differ = [name for name in _SETTING_LABELS if name in asked and name in kept
+              and not math.isclose(asked[name], kept[name], rel_tol=1e-6, abs_tol=1e-12)]
+    if not differ:
+        return ""
+    said = " and ".join(f"{_SETTING_LABELS[name]} {kept[name]:g} (the settings say "
+                        f"{asked[name]:g})" for name in differ)
+    return (f" It goes on with the checkpoint's {said}: a resumed run keeps the optimiser and "
+            "schedule it saved; to train with the new values, start a new run.")
 
 
 def rng_state() -> dict[str, Any]:

@@ -139,9 +139,7 @@ class TrainingSession:
             self._say(level, text)
         for warning in self.scan.warnings():
             self._say("warning", warning)
-        for level, text in size_notes:
-            self._say(level, text)
-        for level, text in self.plan.notes:
+        for level, text in (*size_notes, *self.plan.notes):
             self._say(level, text)
         self._say("info", learning_rate_note(cfg))
         self.training_sizes = self._training_sizes()
@@ -230,8 +228,8 @@ class TrainingSession:
                 f"{path}: the checkpoint was trained on classes {state['class_names']}, "
                 f"but {self.config.data_root} has {self.scan.class_names}"
             )
-        restore_training_state(state, path, self.model, self.optimizer, self.scheduler,
-                               self.scaler if self.plan.precision.autocast else None)
+        kept = restore_training_state(state, path, self.model, self.optimizer, self.scheduler,
+                                      self.scaler if self.plan.precision.autocast else None)
         self.start_epoch = self.epochs_completed = int(state["epoch"])
         self.best_epoch = int(state.get("best_epoch", 0))
         self.best_val_accuracy = float(state.get("best_val_accuracy", -1.0))
@@ -247,7 +245,8 @@ class TrainingSession:
         stage = finetune_stage(self.config, self.start_epoch)
         next_stage = {None: "", "head": "; the next epoch trains the head only",
                       "full": "; the next epoch trains the whole network"}[stage]
-        self._say("info", f"Resuming from {path} after epoch {self.start_epoch}{next_stage}.")
+        self._say("warning" if kept else "info",
+                  f"Resuming from {path} after epoch {self.start_epoch}{next_stage}.{kept}")
 
     def _keep_images_on_device(self) -> DeviceImageSet | None:
         if not self.plan.images_on_device:

@@ -203,6 +203,41 @@ def test_a_scheduled_run_resumed_with_its_own_settings_says_nothing_of_them(tmp_
     assert resumed.levels[said] == "info"
 
 
+def test_a_cosine_run_resumed_with_more_epochs_follows_the_longer_schedule(tmp_path):
+    # `train --epochs 4 --resume last.pt` after a finished 2-epoch cosine run at lr 0.05: the
+    # schedule spans 4 epochs, so epochs 3 and 4 train at 0.05 * 0.5 (1 + cos(pi e / 4)) for
+    # e = 2, 3 (torch's CosineAnnealingLR trained epoch 3 at 0 and then climbed).
+    data = write_dark_and_light(tmp_path / "data")
+    config = _config(tmp_path, data, epochs=2).replace(scheduler="cosine")
+    first = _Record()
+    end = train(config, first)
+    assert [epoch.lr for epoch in first.epochs] == pytest.approx([0.05, 0.025])
+    resumed = _Record()
+    train(config.replace(epochs=4, resume=end.last_checkpoint_path), resumed)
+    assert [epoch.lr for epoch in resumed.epochs] == pytest.approx([0.025, 0.0073223], abs=1e-7)
+
+
+def test_a_checkpoint_saved_with_torchs_cosine_schedule_still_resumes(tmp_path):
+    """Checkpoints written before cosine was computed from the epoch hold CosineAnnealingLR's
+    state; they resume where they were, on the same curve."""
+    data = write_dark_and_light(tmp_path / "data")
+    config = _config(tmp_path, data, epochs=4).replace(scheduler="cosine")
+    control = RunControl()
+    end = train(config, _Record(control, stop_after=2), control)
+    checkpoint = Path(end.last_checkpoint_path)
+    state = torch.load(checkpoint, weights_only=True)
+    state["scheduler"] = {"T_max": 4, "eta_min": 0.0, "base_lrs": [0.05], "last_epoch": 2,
+                          "_step_count": 3, "_is_initial": False,
+                          "_get_lr_called_within_step": False, "_last_lr": [0.025]}
+    torch.save(state, checkpoint)
+    resumed = _Record()
+    again = train(config.replace(resume=str(checkpoint)), resumed)
+    assert again.status == "completed", again.error
+    assert resumed.levels[f"Resuming from {checkpoint} after epoch 2."] == "info"
+    assert [epoch.lr for epoch in resumed.epochs] == pytest.approx([0.025, 0.0073223],
+                                                                   abs=1e-7)
+
+
 def test_a_run_cancelled_before_its_first_epoch_ends_with_nothing_kept(tmp_path):
     data = write_dark_and_light(tmp_path / "data")
     control = RunControl()

@@ -225,7 +225,19 @@ def restore_training_state(state: Mapping[str, Any], path: str | Path, model: nn
             "resume with the settings it was trained with"
         ) from exc
     if scheduler is not None and state.get("scheduler"):
-        scheduler.load_state_dict(state["scheduler"])
+        saved = dict(state["scheduler"])
+        if hasattr(scheduler, "lr_lambdas") and "lr_lambdas" not in saved:
+            # Cosine was torch's CosineAnnealingLR before it became a LambdaLR: its step count
+            # and base rates carry over, its own figures are left unused.
+            saved["lr_lambdas"] = [None] * len(scheduler.lr_lambdas)
+        scheduler.load_state_dict(saved)
+        if hasattr(scheduler, "lr_lambdas"):
+            # The next epoch's lr from this run's schedule, which may be longer than the saved
+            # one (more epochs asked); for the same run it is the lr the checkpoint holds.
+            for group, base, factor in zip(optimizer.param_groups, scheduler.base_lrs,
+                                           scheduler.lr_lambdas):
+                group["lr"] = base * factor(scheduler.last_epoch)
+            scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
     if state.get("rng"):

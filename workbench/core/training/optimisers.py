@@ -132,7 +132,8 @@ def build_scheduler(
             optimizer, step_size=config.lr_step_size, gamma=config.lr_gamma
         )
     if config.scheduler == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda epoch: cosine_factor(epoch, config.epochs))
     if config.scheduler == "warmup_cosine":
         return torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda epoch: warmup_cosine_factor(epoch, config.epochs))
@@ -175,6 +176,19 @@ def _cosine_between(first: float, last: float, progress: float) -> float:
 def warmup_epochs(epochs: int) -> int:
     """The warm-up's length: a quarter of the run, at least one epoch (none in a 1-epoch run)."""
     return max(1, epochs // 4) if epochs > 1 else 0
+
+
+def cosine_factor(epoch: int, epochs: int) -> float:
+    """The lr's share in ``epoch`` (0-based) of ``epochs``: 0.5 (1 + cos(pi epoch / epochs)),
+    from 1 towards 0, and 0 from ``epochs`` on.
+
+    Computed from the epoch, as warm-up cosine and one-cycle are, rather than torch's
+    CosineAnnealingLR, which multiplies the previous lr by a ratio and keeps its length in
+    its saved state: a run resumed with more epochs (``--epochs 8 --resume`` after 4) trained
+    its fifth epoch at lr 0 and then climbed back towards the full lr. Here the schedule spans
+    the resumed run's epochs: its fifth epoch of 8 trains at half the lr.
+    """
+    return 0.5 * (1.0 + math.cos(math.pi * min(epoch, epochs) / max(1, epochs)))
 
 
 def warmup_cosine_factor(epoch: int, epochs: int) -> float:

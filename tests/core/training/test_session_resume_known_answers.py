@@ -188,12 +188,11 @@ def test_a_resume_with_another_learning_rate_says_it_keeps_the_checkpoints(stopp
     assert epoch.lr == pytest.approx(0.05)  # what the message says it trained at
 
 
-@pytest.mark.parametrize("scheduler", ["cosine", "warmup_cosine", "onecycle"])
-def test_a_scheduled_run_resumed_with_its_own_settings_says_nothing_of_them(tmp_path,
-                                                                            scheduler):
-    # A schedule has moved the optimiser's lr by the time it is saved; only its base counts.
+def test_a_scheduled_run_resumed_with_its_own_settings_says_nothing_of_them(tmp_path):
+    # A schedule has moved the optimiser's lr by the time it is saved (warm-up: epoch 1 at
+    # half the lr, epoch 2 at the full one); only its base counts.
     data = write_dark_and_light(tmp_path / "data")
-    config = _config(tmp_path, data, epochs=3).replace(scheduler=scheduler)
+    config = _config(tmp_path, data, epochs=3).replace(scheduler="warmup_cosine")
     control = RunControl()
     end = train(config, _Record(control, stop_after=1), control)
     control = RunControl()

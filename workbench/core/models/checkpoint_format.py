@@ -16,7 +16,6 @@ Both carry ``version``; files are always read with ``torch.load(weights_only=Tru
 from __future__ import annotations
 
 import math
-
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path

@@ -234,7 +234,7 @@ def restore_training_state(state: Mapping[str, Any], path: str | Path, model: nn
             # The next epoch's lr from this run's schedule, which may be longer than the saved
             # one (more epochs asked); for the same run it is the lr the checkpoint holds.
             for group, base, factor in zip(optimizer.param_groups, scheduler.base_lrs,
-                                           scheduler.lr_lambdas):
+                                           scheduler.lr_lambdas, strict=True):
                 group["lr"] = base * factor(scheduler.last_epoch)
             scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
     if scaler is not None and state.get("scaler"):

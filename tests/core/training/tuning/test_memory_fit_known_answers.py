@@ -98,3 +98,46 @@ def test_the_free_memory_of_a_run_adds_what_the_allocator_holds_unused():
     assert free_for_run(6 * gib, 3 * gib // 2, gib // 2) == 7 * gib
     assert free_for_run(0, 0, 0) == 0
     assert free_for_run(None, 3 * gib // 2, gib // 2) is None
+
+
+def test_on_a_card_the_check_asks_that_card_and_counts_the_allocators_reserve(monkeypatch):
+    """The CUDA branch without a card: what the card would answer (the device torch resolves,
+    NVML's free memory, the allocator's reserve) is given, as tests/core/devices/ gives NVML's
+    answers; everything Workbench does with the answers runs."""
+    from workbench.core.runs.config import TrainConfig
+    from workbench.core.training.tuning import memory_fit
+
+    gib = 2**30
+    asked: list[tuple[str, object]] = []
+    monkeypatch.setattr(memory_fit, "resolve_device", lambda device: "cuda:1")
+    monkeypatch.setattr(memory_fit.torch, "zeros",
+                        lambda *size, device=None: asked.append(("context", device)))
+    monkeypatch.setattr(memory_fit.torch.cuda, "memory_reserved",
+                        lambda device: asked.append(("reserved", device)) or 3 * gib // 2)
+    monkeypatch.setattr(memory_fit.torch.cuda, "memory_allocated",
+                        lambda device: asked.append(("allocated", device)) or gib // 2)
+    monkeypatch.setattr(memory_fit, "nvml_free_memory",
+                        lambda device: asked.append(("nvml", device)) or 6 * gib)
+    dry_steps: list[int] = []
+    monkeypatch.setattr(memory_fit, "_dry_step_peak",
+                        lambda config, classes, device: dry_steps.append(config.batch_size)
+                        or 8 * gib)
+    config = TrainConfig(device="cuda", model="small_cnn", batch_size=64)
+
+    # A peak already measured at the config's batch: no dry step; 5 GiB of 6 + 1.5 - 0.5 free.
+    fit = memory_fit.check_memory_fit(config, 10, measured_peak=5 * gib)
+    assert fit == memory_fit.MemoryFit(
+        "cuda:1", 64, True, True, "Batch 64 fits on cuda:1: peak 5.00 GiB of 7.00 GiB free.",
+        5 * gib, 7 * gib)
+    assert dry_steps == []
+    assert sorted(asked) == sorted([("context", "cuda:1"), ("reserved", "cuda:1"),
+                                    ("allocated", "cuda:1"), ("nvml", "cuda:1")])
+    # No figure given: the dry step at the config's batch decides, 8 GiB of 7 will not fit.
+    fit = memory_fit.check_memory_fit(config, 10)
+    assert dry_steps == [64]
+    assert (fit.fits, fit.peak_bytes, fit.free_bytes) == (False, 8 * gib, 7 * gib)
+    assert fit.sentence == ("Batch 64 will not fit on cuda:1: peak 8.00 GiB of 7.00 GiB free. "
+                            "Lower batch_size or close what else uses the GPU.")
+    # Without NVML's figure the margin is unknown, whatever the allocator holds.
+    monkeypatch.setattr(memory_fit, "nvml_free_memory", lambda device: None)
+    assert memory_fit.check_memory_fit(config, 10, measured_peak=gib).free_bytes is None

@@ -118,10 +118,10 @@ def test_on_a_card_the_check_asks_that_card_and_counts_the_allocators_reserve(mo
                         lambda device: asked.append(("allocated", device)) or gib // 2)
     monkeypatch.setattr(memory_fit, "nvml_free_memory",
                         lambda device: asked.append(("nvml", device)) or 6 * gib)
-    dry_steps: list[int] = []
+    dry_steps: list[tuple[int, int, str]] = []
     monkeypatch.setattr(memory_fit, "_dry_step_peak",
-                        lambda config, classes, device: dry_steps.append(config.batch_size)
-                        or 8 * gib)
+                        lambda config, classes, device:
+                        dry_steps.append((config.batch_size, classes, device)) or 8 * gib)
     config = TrainConfig(device="cuda", model="small_cnn", batch_size=64)
 
     # A peak already measured at the config's batch: no dry step; 5 GiB of 6 + 1.5 - 0.5 free.
@@ -134,7 +134,7 @@ def test_on_a_card_the_check_asks_that_card_and_counts_the_allocators_reserve(mo
                                     ("allocated", "cuda:1"), ("nvml", "cuda:1")])
     # No figure given: the dry step at the config's batch decides, 8 GiB of 7 will not fit.
     fit = memory_fit.check_memory_fit(config, 10)
-    assert dry_steps == [64]
+    assert dry_steps == [(64, 10, "cuda:1")]  # the config's batch, its classes, the card
     assert (fit.fits, fit.peak_bytes, fit.free_bytes) == (False, 8 * gib, 7 * gib)
     assert fit.sentence == ("Batch 64 will not fit on cuda:1: peak 8.00 GiB of 7.00 GiB free. "
                             "Lower batch_size or close what else uses the GPU.")

@@ -17,6 +17,10 @@ from workbench.core.training.tuning.batch_size_finder import (
     peak_memory_text,
 )
 
+# A search that never ends (a doubling or bisection that stops moving) fails in half a minute
+# instead of holding the run: each test here takes a second or less.
+pytestmark = pytest.mark.timeout(30, method="signal")
+
 MIB = 2**20
 
 

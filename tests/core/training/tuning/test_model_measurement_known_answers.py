@@ -94,6 +94,14 @@ def test_the_config_a_measurement_trains_is_the_models_recipe_with_the_settings(
                                  finetune="full", device="cpu", workers=0)
 
 
+def test_a_small_cnn_measurement_trains_the_small_cnns_own_recipe():
+    # TrainConfig's own defaults are resnet18's: small_cnn's recipe must be put over them.
+    config = tiny().config()
+    assert (config.optimizer, config.lr, config.scheduler, config.epochs,
+            config.train_hflip, config.crop_scale_min) == ("adamw", 0.002, "warmup_cosine", 8,
+                                                           False, 1.0)
+
+
 def test_what_is_left_out_is_the_models_own_and_amp_is_a_truth_value():
     settings = measurement_settings("resnet18", device="cpu")
     assert settings == MeasurementSettings("resnet18", 32, 224, True, "last_layer", "cpu")
@@ -183,7 +191,8 @@ def test_a_stop_at_each_stage_returns_nothing():
     for stop_at in range(5):  # 1 warm-up, 2 timed steps, then the latency's two runs
         asked = itertools.count()
         assert measure_model(tiny(), warmup_steps=1, timed_steps=2, latency_runs=1,
-                             should_stop=lambda at=stop_at: next(asked) >= at) is None, stop_at
+                             should_stop=lambda at=stop_at, count=asked: next(count) >= at
+                             ) is None, stop_at
     asked = itertools.count()
     done = measure_model(tiny(), warmup_steps=1, timed_steps=2, latency_runs=1,
                          should_stop=lambda: next(asked) >= 5)

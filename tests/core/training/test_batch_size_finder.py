@@ -16,6 +16,10 @@ from workbench.core.training.tuning.batch_size_finder import (
     find_batch_size,
 )
 
+# A search that never ends (a doubling or bisection that stops moving) fails in half a minute
+# instead of holding the run: each test here takes a second or less.
+pytestmark = pytest.mark.timeout(30, method="signal")
+
 
 def cnn_config(**changes: object) -> TrainConfig:
     return TrainConfig(

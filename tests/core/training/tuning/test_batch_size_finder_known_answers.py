@@ -13,9 +13,14 @@ from workbench.core.training.tuning.batch_size_finder import (
     MARGIN,
     BatchSizeResult,
     TrainingStepProbe,
+    _SavedTensorMeter,
     find_batch_size,
     peak_memory_text,
 )
+
+# A search that never ends (a doubling or bisection that stops moving) fails in half a minute
+# instead of holding the run: each test here takes a second or less.
+pytestmark = pytest.mark.timeout(30, method="signal")
 
 MIB = 2**20
 
@@ -139,3 +144,97 @@ def test_a_synthetic_batch_has_the_runs_shape():
     assert labels.shape == (6,) and 0 <= int(labels.min()) and int(labels.max()) < 3
     images, _ = TrainingStepProbe(cnn_config(), 3, "cpu").synthetic_batch(2)
     assert images.shape == (2, 1, 16, 16)
+
+
+def test_the_cpu_paragraph_says_why_nothing_was_searched():
+    result = find_batch_size(cnn_config(), max_batch=32)
+    assert result.describe() == (
+        "There is no memory limit to find on the CPU (cpu): it shares its memory with the "
+        "rest of the system and swaps before it runs out, so a search would only find its own "
+        "cap. Batch size left unchanged; choose it for speed, or search on a CUDA GPU.")
+
+
+def test_the_margin_asked_for_is_the_one_the_paragraph_names():
+    result = find_batch_size(cnn_config(), max_batch=64, margin=0.5,
+                             step_runner=SimulatedCard(400 * MIB))
+    assert result.margin == 0.5 and result.describe().endswith(
+        "Recommended batch_size 15 (50% of it, headroom for a long run).")
+
+
+def test_a_runner_without_release_still_searches():
+    def card(batch: int) -> int:  # a plain function: nothing to release after a failure
+        if batch > 5:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return batch * MIB
+
+    result = find_batch_size(cnn_config(), max_batch=16, step_runner=card)
+    assert (result.largest_fitting, result.first_failing, result.tried) == (
+        5, 6, (1, 2, 4, 8, 6, 5))
+
+
+def test_mixed_precision_asked_for_on_the_cpu_is_float32():
+    config = cnn_config(amp=True)
+    assert TrainingStepProbe(config, 3, "cpu").precision.label == "float32"
+    result = find_batch_size(config, max_batch=2, step_runner=SimulatedCard(10**12))
+    assert result.precision == "float32"
+    assert find_batch_size(config, max_batch=2).precision == "float32"
+
+
+def test_the_default_head_has_ten_classes():
+    config = cnn_config()
+    result = find_batch_size(config, max_batch=1, memory_limit_bytes=10**12)
+    assert result.peak_memory[1] == TrainingStepProbe(config, 10, "cpu")(1)
+    assert result.peak_memory[1] != TrainingStepProbe(config, 11, "cpu")(1)
+
+
+def test_a_probe_on_the_cpu_keeps_the_default_layout_and_random_weights(tmp_path):
+    # As a CPU run: channels_last is not applied there. Weights do not change memory: a
+    # weights file that is not there is never read.
+    config = cnn_config(channels_last=True, weights="file",
+                        weights_file=str(tmp_path / "missing.pt"))
+    probe = TrainingStepProbe(config, 3, "cpu")
+    assert all(p.is_contiguous() for p in probe.model.parameters())
+    inputs, _ = probe.preparer(*probe.synthetic_batch(2))
+    assert inputs.is_contiguous()
+    assert probe(2) > 0
+
+
+def test_release_drops_the_gradients():
+    probe = TrainingStepProbe(cnn_config(), 3, "cpu")
+    probe(2)
+    assert all(p.grad is not None for p in probe.model.parameters())
+    probe.release()
+    assert all(p.grad is None for p in probe.model.parameters())
+
+
+def test_the_meter_counts_each_storage_once_and_never_a_parameter():
+    weight = torch.nn.Parameter(torch.zeros(100))
+    meter = _SavedTensorMeter(None, [weight])
+    assert meter.bytes == 0  # nothing counted yet
+    data = torch.zeros(10)  # 40 bytes
+    assert meter.add(data) is data and meter.bytes == 40
+    meter.add(data[2:])  # a view of the same storage
+    meter.add(weight)
+    assert meter.bytes == 40
+    meter.add(torch.zeros(3, dtype=torch.float64))
+    assert meter.bytes == 64
+    meter.reset()
+    assert meter.bytes == 0
+    meter.add(data)
+    assert meter.bytes == 40  # counted again after a reset
+    limited = _SavedTensorMeter(50, [])
+    limited.add(data)
+    with pytest.raises(torch.OutOfMemoryError, match=(
+            r"^simulated: a step would keep 80 bytes, over the 50-byte limit$")):
+        limited.add(torch.zeros(10))
+
+
+def test_a_stop_during_the_bisection_keeps_what_was_found():
+    tries: list[int] = []
+    result = find_batch_size(cnn_config(), max_batch=64, step_runner=SimulatedCard(400 * MIB),
+                             should_stop=lambda: len(tries) >= 7,
+                             on_try=lambda batch, *_: tries.append(batch))
+    # Doubling to 32 (which fails), then 24: stopped before 28.
+    assert result.cancelled is True and result.tried == (1, 2, 4, 8, 16, 32, 24)
+    assert (result.largest_fitting, result.first_failing) == (24, 32)
+    assert result.describe() == "The batch size search was stopped."

@@ -9,6 +9,7 @@ seconds a test.
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import onnx
@@ -19,7 +20,12 @@ from workbench.core.data.transforms import normalization_for
 from workbench.core.models.building import build_model
 from workbench.core.models.export import ExportError
 from workbench.core.models.export_files import FreshProcessVerifier
-from workbench.core.models.onnx_export import OPSET, UInt8Classifier, export_onnx
+from workbench.core.models.onnx_export import (
+    OPSET,
+    UInt8Classifier,
+    _fresh_process_diff,
+    export_onnx,
+)
 from workbench.core.runs.config import TrainConfig
 
 CONFIG = TrainConfig(model="small_cnn", weights="none", resize_size=32, crop_size=28)
@@ -63,6 +69,11 @@ def test_the_result_and_the_file_say_what_was_exported_and_checked(tmp_path):
     # The file: the opset it says, the classes and the preprocessing a reader needs.
     written = onnx.load(str(target))
     assert [entry.version for entry in written.opset_import if entry.domain == ""] == [OPSET]
+    # What a user's own onnxruntime code feeds and reads: uint8 'images' of any batch size,
+    # 'logits' out.
+    (given,), (out,) = written.graph.input, written.graph.output
+    assert (given.name, out.name) == ("images", "logits")
+    assert given.type.tensor_type.shape.dim[0].dim_param == "batch"
     metadata = {entry.key: entry.value for entry in written.metadata_props}
     assert json.loads(metadata["class_names"]) == CLASSES
     preprocessing = json.loads(metadata["preprocessing"])
@@ -95,3 +106,53 @@ def test_a_file_that_computes_otherwise_is_refused_naming_where_it_was_checked(
     assert said.startswith(f"export to '{target}' differs from the trained model in "
                            "onnxruntime in a fresh Python process: max abs logit difference ")
     assert said.endswith("; the file was not written")
+
+
+def test_missing_onnx_packages_are_named_with_the_install_command(tmp_path, monkeypatch):
+    # A module whose entry in sys.modules is None cannot be imported: as if not installed.
+    monkeypatch.setitem(sys.modules, "onnxscript", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ExportError) as info:
+        export_onnx(_model(), CLASSES, CONFIG, tmp_path / "model.onnx")
+    assert str(info.value) == ("ONNX export needs onnxscript, onnxruntime: pip install "
+                               "'workbench[onnx]' (or pip install onnx onnxscript onnxruntime)")
+    assert list(tmp_path.iterdir()) == []
+
+
+class _DataDependent(torch.nn.Module):
+    """Runs eagerly, but branches on a pixel's value, which an exported graph cannot."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        pooled = images.mean(dim=(2, 3)).repeat(1, 3)
+        if pooled.sum() > 0:
+            return pooled
+        return -pooled
+
+
+def test_an_exporter_failure_is_named_with_its_kind_and_first_line(tmp_path):
+    with pytest.raises(ExportError) as info:
+        export_onnx(_DataDependent(), CLASSES, CONFIG, tmp_path / "model.onnx")
+    cause = info.value.__cause__
+    first_line = str(cause).strip().splitlines()[0]
+    assert first_line and "\n" not in first_line
+    assert str(info.value) == f"torch.onnx.export failed: {type(cause).__name__}: {first_line}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_fresh_process_check_names_a_file_it_cannot_run_and_other_classes(tmp_path):
+    images = torch.zeros((1, 1, 28, 28), dtype=torch.uint8)
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"not an onnx file")
+    with pytest.raises(ExportError) as info:
+        _fresh_process_diff(garbage, images, torch.zeros((1, 3)), CLASSES)
+    assert str(info.value).startswith(
+        "onnxruntime cannot run the export in a fresh process (exit code 1):\n")
+    # A good file whose metadata names other classes than the model's.
+    model = _model()
+    result = export_onnx(model, CLASSES, CONFIG, tmp_path / "model.onnx")
+    expected = _verification_logits(model)[:1]
+    with pytest.raises(ExportError) as info:
+        _fresh_process_diff(tmp_path / "model.onnx", images, expected, ["a", "b", "c"])
+    assert str(info.value) == ("the ONNX file's metadata names other classes: "
+                               "['cat', 'dog', 'fox']")
+    assert result.class_names == CLASSES

@@ -344,3 +344,12 @@ def test_grey_is_judged_pixel_by_pixel_and_faint_below_a_spread_of_12(tmp_path):
     board = np.where((ys + xs) % 2 == 0, 116, 140).astype(np.uint8)
     Image.fromarray(board).convert("RGB").save(tmp_path / "board.png")
     assert image_facts.image_facts(str(tmp_path / "board.png")).fine_thumbnail == ""
+
+
+def test_a_refused_picture_keeps_its_size_and_time_for_the_cache(tmp_path):
+    # 510 x 10: the sides differ more than 50 times, refused before decoding
+    strip = tmp_path / "strip.png"
+    Image.new("RGB", (510, 10)).save(strip)
+    facts = image_facts.image_facts(str(strip))
+    assert facts.error == "image too elongated (510x10; sides may differ at most 50 times)"
+    assert (facts.path, facts.size_bytes, facts.mtime_ns) == (str(strip), *file_key(str(strip)))

@@ -94,6 +94,10 @@ def test_more_or_fewer_class_names_than_outputs_are_refused_before_exporting(tmp
     with pytest.raises(ExportError) as info:
         export_onnx(_model(), ["cat", "dog"], CONFIG, target)
     assert str(info.value) == "the model has 3 outputs but 2 class names were given"
+    # Four outputs (not the 3 verification images) against three names.
+    with pytest.raises(ExportError) as info:
+        export_onnx(build_model(CONFIG, 4).eval(), CLASSES, CONFIG, target)
+    assert str(info.value) == "the model has 4 outputs but 3 class names were given"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -136,6 +140,17 @@ def test_an_exporter_failure_is_named_with_its_kind_and_first_line(tmp_path):
     first_line = str(cause).strip().splitlines()[0]
     assert first_line and "\n" not in first_line
     assert str(info.value) == f"torch.onnx.export failed: {type(cause).__name__}: {first_line}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_exporter_failure_without_a_message_still_names_its_kind(tmp_path, monkeypatch):
+    def fails(*args, **kwargs):
+        raise RuntimeError("")
+
+    monkeypatch.setattr(torch.onnx, "export", fails)  # what torch's exporter answers
+    with pytest.raises(ExportError) as info:
+        export_onnx(_model(), CLASSES, CONFIG, tmp_path / "model.onnx")
+    assert str(info.value) == "torch.onnx.export failed: RuntimeError: "
     assert list(tmp_path.iterdir()) == []
 
 

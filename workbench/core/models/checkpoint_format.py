@@ -236,7 +236,6 @@ def restore_training_state(state: Mapping[str, Any], path: str | Path, model: nn
             for group, base, factor in zip(optimizer.param_groups, scheduler.base_lrs,
                                            scheduler.lr_lambdas, strict=True):
                 group["lr"] = base * factor(scheduler.last_epoch)
-            scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
     if scaler is not None and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])
     if state.get("rng"):

@@ -21,8 +21,12 @@ from workbench.bench.reference.pretrained_standin import (
     StandinWorkload,
     finetune_config,
     finetune_run,
+    finetune_variants,
+    head_prefix,
     largest_clipart_categories,
     pretrain,
+    pretrain_config,
+    save_backbone,
     write_clipart_set,
 )
 from workbench.core.models.building import build_model
@@ -100,3 +104,56 @@ def test_clip_art_is_decoded_with_transparency_over_workbench_grey(tmp_path) -> 
     assert image.shape == (10, 10, 3)
     assert tuple(image[0, 0]) == (0, 0, 255)
     assert tuple(image[9, 0]) == tuple(TRANSPARENT_BACKGROUND)
+
+
+@pytest.mark.parametrize(("model", "head"), [("resnet18", "fc."),
+                                             ("mobilenet_v3_small", "classifier.3."),
+                                             ("convnext_tiny", "classifier.2.")])
+def test_each_family_saves_its_backbone_without_its_own_head(model, head, tmp_path) -> None:
+    network = torchvision.models.get_model(model, weights=None, num_classes=3)
+    state = network.state_dict()
+    checkpoint = tmp_path / "best.pt"
+    torch.save({"model": {f"module.{key}": value for key, value in state.items()}}, checkpoint)
+
+    saved = torch.load(save_backbone(checkpoint, tmp_path / "backbone.pt", model),
+                       map_location="cpu", weights_only=True)
+
+    assert head_prefix(model) == head
+    assert set(saved) == {key for key in state if not key.startswith(head)}
+    assert len(saved) == len(state) - 2        # the head's weight and bias, nothing else
+    for key, tensor in saved.items():
+        assert torch.equal(tensor, state[key])
+
+
+def test_rows_of_a_step_recipe_family_and_of_a_cosine_recipe_family() -> None:
+    resnet = {label: (weights, mode, overrides)
+              for label, weights, mode, overrides in finetune_variants("resnet18")}
+    assert resnet["full / ft recipe, cosine"] == ("file", "full", {"scheduler": "cosine"})
+    assert resnet["full / ft lr x3"][2] == {"lr": pytest.approx(0.003)}
+    assert resnet["full / scratch recipe"][2] == {
+        "optimizer": "adamw", "lr": 1e-3, "weight_decay": 1e-4, "scheduler": "warmup_cosine",
+        "momentum": 0.9, "lr_step_size": 7, "lr_gamma": 0.1}
+    assert resnet["random init / scratch defaults"] == ("none", "full", {})
+    assert len(resnet) == 8
+
+    convnext = {label: overrides for label, _w, _m, overrides in finetune_variants("convnext_tiny")}
+    # ConvNeXt trains from scratch with its fine-tuning recipe: no separate scratch row.
+    assert "full / scratch recipe" not in convnext and "full / ft recipe, cosine" not in convnext
+    assert convnext["full / ft recipe, step"] == {"scheduler": "step", "lr_step_size": 7,
+                                                   "lr_gamma": 0.1}
+    assert convnext["full / ft lr /3"] == {"lr": pytest.approx(1e-4 / 3)}
+
+
+def test_the_mobilenet_config_is_the_one_workbench_train_builds_for_its_file(tmp_path) -> None:
+    work = StandinWorkload(model="mobilenet_v3_small")
+    config = finetune_config(tmp_path / "data", tmp_path / "out", tmp_path / "b.pt", work,
+                             seed=2, finetune="full")
+    assert (config.model, config.weights, config.weights_file, config.finetune) == (
+        "mobilenet_v3_small", "file", str(tmp_path / "b.pt"), "full")
+    # MobileNet's fine-tuning recipe (the catalogue's SGD step recipe), at the bench's sizes.
+    assert (config.optimizer, config.lr, config.scheduler, config.lr_step_size) == (
+        "sgd", 0.001, "step", 7)
+    assert (config.resize_size, config.crop_size, config.epochs, config.seed) == (36, 32, 4, 2)
+    scratch = pretrain_config(tmp_path / "data", tmp_path / "out", work)
+    assert (scratch.model, scratch.weights, scratch.optimizer, scratch.lr, scratch.scheduler) == (
+        "mobilenet_v3_small", "none", "adamw", 0.002, "warmup_cosine")

@@ -5,15 +5,18 @@ ImageNet weights cannot be downloaded on every machine, which leaves the fine-tu
 unmeasured with pretrained features. This bench makes pretrained features here and measures
 on them:
 
-- Step A trains resnet18 from random weights, once, through Workbench's engine on real clip art
+- Step A trains a model (resnet18 unless ``--model`` names another: mobilenet_v3_small,
+  convnext_tiny) from random weights, once, through Workbench's engine on real clip art
   (Debian's ``openclipart-png``, ``/usr/share/openclipart/png``): the categories with the most
   images, one class a category, each PNG decoded by Workbench's own decoder (transparency
-  composited over its mid grey) to a small RGB PNG. Its backbone (every tensor but the ``fc``
-  head) is saved as a plain state dict, the file a user gives as weights 'file'.
+  composited over its mid grey) to a small RGB PNG. Its backbone (every tensor but the
+  classifier head, wherever the family keeps it: ``fc``, ``classifier.3``, ``classifier.2``) is
+  saved as a plain state dict, the file a user gives as weights 'file'.
 - Step B fine-tunes from that file on *other* real sets (``real_image_sets``: digits64, faces,
   and digits64 with 15 images a class), the config built as ``workbench train --weights file``
   builds it (the family's fine-tuning recipe), with each fine-tune mode and against the
-  from-scratch recipe and the fine-tuning recipe's learning rate x3 and /3, for several seeds.
+  from-scratch recipe, the fine-tuning recipe's learning rate x3 and /3 and its other schedule
+  (cosine for a step recipe, step for a cosine one), for several seeds.
   A row from random weights (the app's from-scratch defaults) shows what the features give.
 
 These are features pretrained here on clip art, not ImageNet's: a small, different source
@@ -21,6 +24,8 @@ domain, so the table says which recipe and mode suit *some* pretrained features 
 sets, not what ImageNet weights would do.
 
     python -m workbench.bench.reference.pretrained_standin --out /tmp/standin
+    python -m workbench.bench.reference.pretrained_standin --out /tmp/standin_mnv3 \
+        --model mobilenet_v3_small
 """
 
 from __future__ import annotations
@@ -44,12 +49,15 @@ from workbench.core.training.engine import train
 CLIPART_ROOT = Path("/usr/share/openclipart/png")
 # "unsorted" is a category of the package but not a class of anything.
 _NOT_CLASSES = {"unsorted"}
+# The families this bench has pretrained (one from each recipe the catalogue has).
+STANDIN_MODELS = ("resnet18", "mobilenet_v3_small", "convnext_tiny")
 
 
 @dataclass(frozen=True)
 class StandinWorkload:
-    """Sizes of both steps."""
+    """The model and the sizes of both steps."""
 
+    model: str = "resnet18"
     classes: int = 10            # clip art categories (the largest)
     pretrain_size: int = 36      # decoded shorter side of the clip art PNGs
     pretrain_crop: int = 32
@@ -108,11 +116,11 @@ def write_clipart_set(out: Path, size: int, count: int = 10, val_share: float = 
 
 def pretrain_config(data: Path, output: Path, work: StandinWorkload, seed: int = 0
                     ) -> TrainConfig:
-    """resnet18 from random weights with the app's from-scratch recipe for it."""
+    """``work.model`` from random weights with the app's from-scratch recipe for it."""
     from workbench.core.runs.model_defaults import apply_model_defaults, settings_for_weights
 
     given: dict[str, Any] = dict(
-        data_root=str(data), model="resnet18", weights="none", finetune="full",
+        data_root=str(data), model=work.model, weights="none", finetune="full",
         resize_size=work.pretrain_size, crop_size=work.pretrain_crop,
         epochs=work.pretrain_epochs, batch_size=32, seed=seed, workers=0, amp=False,
         output_dir=str(output / "runs"), cache_dir=str(output / "cache"), device="cpu")
@@ -120,14 +128,25 @@ def pretrain_config(data: Path, output: Path, work: StandinWorkload, seed: int =
     return settings_for_weights(config, set(given))[0]
 
 
-def save_backbone(checkpoint: str | Path, weights_file: Path) -> Path:
-    """Save the backbone of a Workbench model/checkpoint file (every tensor but the ``fc``
-    head) as a plain state dict at ``weights_file``."""
+def head_prefix(model: str) -> str:
+    """The state-dict prefix of torchvision model ``model``'s classifier head ('fc.',
+    'classifier.3.', ...), as the app's head locator finds it."""
+    import torchvision
+
+    from workbench.core.models.heads import head_state_prefix
+
+    return head_state_prefix(torchvision.models.get_model(model, weights=None))
+
+
+def save_backbone(checkpoint: str | Path, weights_file: Path, model: str = "resnet18") -> Path:
+    """Save the backbone of a Workbench model/checkpoint file of torchvision model ``model``
+    (every tensor but its classifier head) as a plain state dict at ``weights_file``."""
     from workbench.core.models.building import _find_state_dict, strip_wrapper_prefixes
 
     loaded = torch.load(checkpoint, map_location="cpu", weights_only=True)
     state = strip_wrapper_prefixes(_find_state_dict(loaded, Path(checkpoint)))
-    backbone = {k: v.clone() for k, v in state.items() if not k.startswith("fc.")}
+    head = head_prefix(model)
+    backbone = {k: v.clone() for k, v in state.items() if not k.startswith(head)}
     weights_file.parent.mkdir(parents=True, exist_ok=True)
     torch.save(backbone, weights_file)
     return weights_file
@@ -140,24 +159,35 @@ def pretrain(data: Path, output: Path, work: StandinWorkload) -> tuple[Path, flo
     if end.status != "completed":
         raise RuntimeError(f"pretraining {end.status}: {end.error}")
     path = save_backbone(end.best_model_path or end.last_checkpoint_path,
-                         output / "standin_resnet18_backbone.pt")
+                         output / f"standin_{work.model}_backbone.pt", work.model)
     return path, end.best_val_accuracy, time.perf_counter() - started
 
 
 # ---------------------------------------------------------------------- step B: fine-tuning
-def finetune_variants() -> list[tuple[str, str, str, dict[str, Any]]]:
+def finetune_variants(model: str = "resnet18") -> list[tuple[str, str, str, dict[str, Any]]]:
     """(row label, weights, finetune mode, recipe overrides) of every row of a set."""
     from workbench.core.runs.model_catalog import family_recipe, scratch_recipe
 
-    recipe = family_recipe("resnet18")
-    scratch = {"momentum": 0.9, "lr_step_size": 7, "lr_gamma": 0.1, **scratch_recipe("resnet18")}
+    recipe = family_recipe(model)
+    # The from-scratch recipe where the family has its own (ConvNeXt's is its fine-tuning
+    # recipe, already a row), every field of it set.
+    own_scratch = scratch_recipe(model)
+    scratch = {"momentum": 0.9, "lr_step_size": 7, "lr_gamma": 0.1, **(own_scratch or {})}
+    # The fine-tuning recipe's other schedule: cosine over the run for a step recipe, the
+    # catalogue's step (lr / 10 after 7 epochs) for a cosine one.
+    if recipe["scheduler"] == "step":
+        other_schedule = ("full / ft recipe, cosine", {"scheduler": "cosine"})
+    else:
+        other_schedule = ("full / ft recipe, step", {"scheduler": "step", "lr_step_size": 7,
+                                                     "lr_gamma": 0.1})
     return [
         ("last_layer / ft recipe", "file", "last_layer", {}),
         ("full / ft recipe", "file", "full", {}),
         ("head_then_full / ft recipe", "file", "head_then_full", {}),
         ("full / ft lr x3", "file", "full", {"lr": recipe["lr"] * 3}),
         ("full / ft lr /3", "file", "full", {"lr": recipe["lr"] / 3}),
-        ("full / scratch recipe", "file", "full", scratch),
+        (other_schedule[0], "file", "full", other_schedule[1]),
+        *([("full / scratch recipe", "file", "full", scratch)] if own_scratch else []),
         ("random init / scratch defaults", "none", "full", {}),
     ]
 
@@ -165,13 +195,13 @@ def finetune_variants() -> list[tuple[str, str, str, dict[str, Any]]]:
 def finetune_config(data: Path, output: Path, weights_file: Path | None, work: StandinWorkload,
                     seed: int, finetune: str = "last_layer", weights: str = "file",
                     overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """The config ``workbench train --model resnet18 --weights file --weights-file F
+    """The config ``workbench train --model M --weights file --weights-file F
     --finetune MODE`` builds at this bench's sizes (the family's fine-tuning recipe), with
     ``overrides`` on top."""
     from workbench.core.runs.model_defaults import apply_model_defaults, settings_for_weights
 
     given: dict[str, Any] = dict(
-        data_root=str(data), model="resnet18", weights=weights, finetune=finetune,
+        data_root=str(data), model=work.model, weights=weights, finetune=finetune,
         weights_file=str(weights_file) if weights == "file" and weights_file else "",
         resize_size=work.resize, crop_size=work.crop, epochs=work.finetune_epochs,
         batch_size=32, seed=seed, workers=0, amp=False, output_dir=str(output / "runs"),
@@ -205,17 +235,19 @@ class Row:
 
 
 def finetune_table(weights_file: Path, output: Path, work: StandinWorkload,
-                   echo: Any = print) -> list[Row]:
-    """Step B: every variant on every set, each over ``work.seeds`` (seeds alternate)."""
+                   echo: Any = print, variants: list[str] | None = None) -> list[Row]:
+    """Step B: every variant (or those labelled in ``variants``) on every set, each over
+    ``work.seeds`` (seeds alternate)."""
     from workbench.bench.real_image_sets import write_real_set
 
+    chosen = [row for row in finetune_variants(work.model)
+              if variants is None or row[0] in variants]
     rows: list[Row] = []
     for set_name, real_set, per_class, val_per_class in work.sets:
         data = write_real_set(real_set, output / "sets" / set_name, per_class, val_per_class)
-        by_variant = {label: Row(set_name, label, [], 0.0)
-                      for label, *_ in finetune_variants()}
+        by_variant = {label: Row(set_name, label, [], 0.0) for label, *_ in chosen}
         for seed in work.seeds:
-            for label, weights, mode, overrides in finetune_variants():
+            for label, weights, mode, overrides in chosen:
                 config = finetune_config(data, output / set_name, weights_file, work, seed,
                                          mode, weights, overrides)
                 end, seconds = finetune_run(config)
@@ -238,8 +270,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--weights-file", type=Path, help="skip step A; use this backbone file")
     parser.add_argument("--finetune-epochs", type=int, help="epochs of each step B run")
     parser.add_argument("--sets", help="step B's sets, in order (default: all of them)")
+    parser.add_argument("--model", choices=STANDIN_MODELS, default="resnet18",
+                        help="the model pretrained and fine-tuned (default resnet18)")
+    parser.add_argument("--variants", help="step B's rows to run, their labels separated by "
+                        "';' (default: all of them)")
     args = parser.parse_args(argv)
-    work = QUICK if args.quick else FULL
+    work = dataclasses.replace(QUICK if args.quick else FULL, model=args.model)
+    labels = [row[0] for row in finetune_variants(args.model)]
+    variants = None
+    if args.variants:
+        variants = [label.strip() for label in args.variants.split(";")]
+        unknown = [label for label in variants if label not in labels]
+        if unknown:
+            parser.error(f"unknown variant(s) {', '.join(unknown)}; choose from "
+                         f"{'; '.join(labels)}")
     if args.finetune_epochs:
         work = dataclasses.replace(work, finetune_epochs=args.finetune_epochs)
     if args.sets:
@@ -255,12 +299,12 @@ def main(argv: list[str] | None = None) -> None:
     else:
         clipart = write_clipart_set(args.out / "clipart", work.pretrain_size, work.classes)
         weights_file, accuracy, seconds = pretrain(clipart, args.out / "pretrain", work)
-        print(f"step A: resnet18 on {work.classes} clip art categories at "
+        print(f"step A: {work.model} on {work.classes} clip art categories at "
               f"{work.pretrain_crop} px, {work.pretrain_epochs} epochs: best val accuracy "
               f"{accuracy:.3f}, {seconds:.0f} s -> {weights_file}", flush=True)
     print("| set | mode / recipe | mean best val acc | spread | seconds a run |")
     print("|---|---|---|---|---|")
-    rows = finetune_table(weights_file, args.out / "finetune", work)
+    rows = finetune_table(weights_file, args.out / "finetune", work, variants=variants)
     print("\n".join(row.line() for row in rows))
 
 

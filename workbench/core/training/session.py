@@ -427,8 +427,9 @@ class TrainingSession:
                                                self.ctx.autocast)
         if used and not self._said_batch_norm:
             self._said_batch_norm = True
+            batches = "training batch" if used == 1 else "training batches"
             self._say("info", f"Epoch {epoch + 1}: BatchNorm statistics recomputed on {used} "
-                              "training batches before validation. The network started from "
+                              f"{batches} before validation. The network started from "
                               "random weights and has taken too few steps for its running "
                               "averages to forget their start; this repeats each epoch until "
                               "it has.")

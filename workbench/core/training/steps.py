@@ -64,6 +64,8 @@ class StepContext:
     label_smoothing: float = 0.0
     # Mixup/CutMix of each prepared training image batch (never of cached features).
     mixer: BatchMixer | None = None
+    # Training batches of a single image skipped so far (``skips_single_image_batch``).
+    single_image_batches_skipped: int = 0
 
     @property
     def device_type(self) -> str:
@@ -109,7 +111,7 @@ def run_training_steps(
     """The shared step loop: fetch, prepare on the device, forward, backward, report."""
     loss_meter, acc_meter = SmoothedValue(), SmoothedValue()
     speed = SmoothedValue(window=10)
-    samples = steps = 0
+    samples = steps = largest_batch = 0
     started = time.perf_counter()
     limit = min(steps_in_epoch, ctx.max_steps) if ctx.max_steps else steps_in_epoch
     for step in range(limit):
@@ -123,6 +125,9 @@ def run_training_steps(
         fetched = time.perf_counter()
         _report_failed_samples(ctx, raw_labels)
         inputs, labels = prepare(raw_inputs, raw_labels)
+        if skips_single_image_batch(ctx, inputs, largest_batch):
+            continue
+        largest_batch = max(largest_batch, inputs.shape[0])
         ctx.step = step + 1
         targets = None
         if ctx.mixer is not None and inputs.dim() == 4:
@@ -146,6 +151,27 @@ def run_training_steps(
         if ctx.control.cancel_requested:
             return _epoch_result(loss_meter, acc_meter, samples, started, True, steps)
     return _epoch_result(loss_meter, acc_meter, samples, started, False, steps)
+
+
+def skips_single_image_batch(ctx: StepContext, inputs: torch.Tensor, largest_batch: int
+                             ) -> bool:
+    """True for an epoch's last training batch when it holds one image, after larger ones, and a
+    BatchNorm layer trains: torch refuses it where a layer's map is 1x1 (crops under 64 px for
+    most families: "Expected more than 1 value per channel"), and elsewhere its statistics
+    would be one image's. The order is shuffled each epoch, so each time it is another image.
+    The first skip is said once a run. (A batch size of 1 is the user's choice: not skipped.)"""
+    if inputs.shape[0] != 1 or largest_batch <= 1 or not any(
+            isinstance(module, nn.modules.batchnorm._BatchNorm) and module.training
+            for module in ctx.model.modules()):
+        return False
+    ctx.single_image_batches_skipped += 1
+    if ctx.single_image_batches_skipped == 1:
+        ctx.callback.on_message(Message(
+            "info", f"Epoch {ctx.epoch}: its last training batch held a single image, which "
+            "the network's BatchNorm layers cannot train on, so it was skipped. The order is "
+            "shuffled each epoch, so it is another image each time; a batch size that does "
+            "not leave one image over avoids it."))
+    return True
 
 
 def _optimise_or_free(

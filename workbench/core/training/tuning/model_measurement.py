@@ -33,7 +33,11 @@ from workbench.core.models.building import set_train_mode
 from workbench.core.runs.config import FINETUNE_MODES, MODELS, TrainConfig
 from workbench.core.runs.model_catalog import unknown_model_message
 from workbench.core.runs.model_defaults import defaults_for
-from workbench.core.training.tuning.batch_size_finder import TrainingStepProbe, find_batch_size
+from workbench.core.training.tuning.batch_size_finder import (
+    BatchSizeResult,
+    TrainingStepProbe,
+    find_batch_size,
+)
 
 WARMUP_STEPS = {"cuda": 3, "cpu": 1}
 TIMED_STEPS = {"cuda": 10, "cpu": 2}
@@ -169,6 +173,31 @@ def device_name(device: str) -> str:
     return f"CPU {kind}, {os.cpu_count()} cores"
 
 
+def step_counts(device: str, warmup: int | None = None, timed: int | None = None,
+                runs: int | None = None) -> tuple[int, int, int]:
+    """(warm-up steps, timed steps, latency runs): each one given, else ``device``'s own."""
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    return (WARMUP_STEPS[kind] if warmup is None else warmup,
+            TIMED_STEPS[kind] if timed is None else timed,
+            LATENCY_RUNS[kind] if runs is None else runs)
+
+
+def searches_largest(device: str, find_largest: bool) -> bool:
+    return find_largest and device.startswith("cuda")
+
+
+def memory_figures(device: str, error: str, found: BatchSizeResult | None
+                   ) -> tuple[bool | None, int | None, bool]:
+    """``fits``, ``largest_batch`` and ``largest_is_cap`` given the measurement's ``error`` and
+    the largest-batch search (None if not searched): None, None, False on the CPU."""
+    if not device.startswith("cuda"):
+        return None, None, False
+    if found is None:
+        return not error, None, False
+    return not error, found.largest_fitting, (found.largest_fitting > 0
+                                              and found.first_failing is None)
+
+
 def measure_model(
     settings: MeasurementSettings,
     warmup_steps: int | None = None,
@@ -191,10 +220,7 @@ def measure_model(
         ValueError: the model cannot take this crop (e.g. ViT-B/16 takes 224 px only).
     """
     device = settings.device
-    kind = "cuda" if device.startswith("cuda") else "cpu"
-    warmup = WARMUP_STEPS[kind] if warmup_steps is None else warmup_steps
-    timed = TIMED_STEPS[kind] if timed_steps is None else timed_steps
-    runs = LATENCY_RUNS[kind] if latency_runs is None else latency_runs
+    warmup, timed, runs = step_counts(device, warmup_steps, timed_steps, latency_runs)
     stop = should_stop or (lambda: False)
     config = settings.config()
     probe: TrainingStepProbe | None = None
@@ -221,17 +247,15 @@ def measure_model(
         precision = probe.precision.label if probe is not None else ""
     probe = None  # the model, gradients and optimiser state go before memory is given back
     free_device_memory(device)
-    largest, capped = None, False
-    if kind == "cuda" and find_largest:
+    found = None
+    if searches_largest(device, find_largest):
         found = find_batch_size(config, NUM_CLASSES, should_stop=stop)
         if found.cancelled:
             return None
-        largest = found.largest_fitting
-        capped = largest > 0 and found.first_failing is None
+    fits, largest, capped = memory_figures(device, error, found)
     return ModelMeasurement(
         settings=settings, precision=precision, train_images_per_second=speed,
-        peak_memory_bytes=peak, latency_ms=latency,
-        fits=(not error) if kind == "cuda" else None, largest_batch=largest,
+        peak_memory_bytes=peak, latency_ms=latency, fits=fits, largest_batch=largest,
         timed_steps=timed, measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         error=error, largest_is_cap=capped, **machine_identity(device))
 

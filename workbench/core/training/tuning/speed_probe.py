@@ -139,6 +139,13 @@ def probe_layouts(device: str) -> tuple[bool, ...]:
     return (False, True) if channels_last_applies(device) else (False,)
 
 
+def step_counts(device: str, steps: int | None = None) -> tuple[int, int]:
+    """(untimed warm-up steps, timed steps) of each row on ``device``: ``steps`` timed when
+    given (not 0), else the device's own counts."""
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    return WARMUP_STEPS[kind], steps or TIMED_STEPS[kind]
+
+
 def default_batch_sizes(config: TrainConfig) -> tuple[int, ...]:
     """The configured batch and twice it: a larger batch is often faster per image."""
     return (config.batch_size, 2 * config.batch_size)
@@ -165,7 +172,7 @@ def probe_speed(
         DatasetError: the data folder cannot be read.
     """
     device = resolve_device(config.device)
-    kind = "cuda" if device.startswith("cuda") else "cpu"
+    warmup, timed = step_counts(device, steps)
     batch_sizes = tuple(sorted(set(batch_sizes or default_batch_sizes(config))))
     images, labels, num_classes, preparer_args = _sample_batch(config, device, max(batch_sizes))
     rows: list[ProbeRow] = []
@@ -175,8 +182,7 @@ def probe_speed(
                 if should_stop is not None and should_stop():
                     return SpeedProbeResult(device, tuple(rows), cancelled=True)
                 row = _measure(config, device, num_classes, preparer_args, precision,
-                               channels_last, images[:batch], labels[:batch],
-                               WARMUP_STEPS[kind], steps or TIMED_STEPS[kind])
+                               channels_last, images[:batch], labels[:batch], warmup, timed)
                 rows.append(row)
                 if on_row is not None:
                     on_row(row)

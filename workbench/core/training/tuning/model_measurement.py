@@ -183,6 +183,7 @@ def step_counts(device: str, warmup: int | None = None, timed: int | None = None
 
 
 def searches_largest(device: str, find_largest: bool) -> bool:
+    """Whether the largest batch that fits is searched: on a CUDA card, when asked."""
     return find_largest and device.startswith("cuda")
 
 

@@ -1,6 +1,6 @@
-"""BatchNorm statistics recomputed before validation while a network from random weights has
-taken too few steps: which networks qualify, what the recomputation sets, and that it leaves
-the rest of the model as it was."""
+"""BatchNorm statistics recomputed before validation while a network has taken too few steps
+for its running averages to forget their start (random or pretrained weights): which networks
+qualify, what the recomputation sets, and that it leaves the rest of the model as it was."""
 
 from __future__ import annotations
 
@@ -43,12 +43,12 @@ def test_the_share_of_the_start_left_follows_the_smallest_momentum() -> None:
     assert stale_share(_net(None), 3) == 0.0  # a cumulative average keeps no start
 
 
-def test_only_random_weights_with_few_steps_are_stale() -> None:
+def test_few_steps_are_stale_and_a_frozen_network_never_is() -> None:
     net = _net(0.1)  # 0.9 ** 44 = 0.0097: under the 1% left that counts as stale
-    assert statistics_are_stale(net, "none", 43) and not statistics_are_stale(net, "none", 44)
+    assert statistics_are_stale(net, 43) and not statistics_are_stale(net, 44)
     assert 0.9 ** 43 > STALE_SHARE > 0.9 ** 44
-    assert not statistics_are_stale(net, "imagenet", 1)  # ImageNet's averages suit
-    assert not statistics_are_stale(net, "file", 1)
+    net.eval()  # a frozen backbone: its averages do not move, whatever the steps
+    assert not statistics_are_stale(net, 1)
 
 
 def test_the_running_averages_become_the_mean_over_the_batches_and_the_rest_is_kept() -> None:
@@ -105,20 +105,22 @@ class _Messages(Callback):
         self.texts.append(event.text)
 
 
-@pytest.mark.parametrize(("model", "weights", "recomputed"), [
-    ("resnet18", "none", True),
-    ("resnet18", "file", False),  # trained weights: their averages suit them
-    ("small_cnn", "none", False),  # same accuracy without it, and its first epoch is shorter
+@pytest.mark.parametrize(("model", "weights", "finetune", "said"), [
+    ("resnet18", "none", "full", "random weights"),
+    # A file's averages are its source images', not this folder's.
+    ("resnet18", "file", "full", "the weights file"),
+    ("resnet18", "file", "last_layer", None),  # a frozen backbone's averages do not move
+    ("small_cnn", "none", "full", None),  # same accuracy without it, a shorter first epoch
 ])
-def test_a_run_recomputes_only_for_a_torchvision_model_from_random_weights(
-        tmp_path: Path, model: str, weights: str, recomputed: bool) -> None:
+def test_a_run_recomputes_for_a_torchvision_model_whose_batch_norm_trains(
+        tmp_path: Path, model: str, weights: str, finetune: str, said: str | None) -> None:
     data = write_shape_dataset(tmp_path / "data", per_class=6, size=(20, 20))
     weights_file = ""
     if weights == "file":
         weights_file = str(tmp_path / "resnet18.pt")
         torch.save(torchvision.models.resnet18(num_classes=4).state_dict(), weights_file)
     config = TrainConfig(model=model, weights=weights, weights_file=weights_file,
-                         finetune="full", data_root=str(data), device="cpu", epochs=2,
+                         finetune=finetune, data_root=str(data), device="cpu", epochs=2,
                          batch_size=8, resize_size=16, crop_size=16, workers=0,
                          output_dir=str(tmp_path / "runs"))
     messages = _Messages()
@@ -126,8 +128,51 @@ def test_a_run_recomputes_only_for_a_torchvision_model_from_random_weights(
     end = train(config, messages)
 
     assert end.status == "completed", end.error
-    said = [text for text in messages.texts if "BatchNorm statistics recomputed" in text]
-    assert said == (["Epoch 1: BatchNorm statistics recomputed on 3 training batches before "
-                     "validation. The network started from random weights and has taken too "
-                     "few steps for its running averages to forget their start; this repeats "
-                     "each epoch until it has."] if recomputed else [])
+    lines = [text for text in messages.texts if "BatchNorm statistics recomputed" in text]
+    assert lines == ([f"Epoch 1: BatchNorm statistics recomputed on 3 training batches before "
+                      f"validation. The network started from {said} and has taken too few "
+                      "steps for its running averages to forget their start; this repeats each "
+                      "epoch until it has."] if said else [])
+
+
+def test_mobilenet_from_a_file_of_other_images_validates_above_chance(tmp_path: Path) -> None:
+    """A weights file whose running averages are not this folder's (here: a MobileNetV3 saved
+    before it saw any image) fine-tuned in full: with MobileNetV3's momentum of 0.01 a small
+    folder's steps barely move them, and validation gave every image one output (loss ln 2,
+    accuracy 0.5) until they were recomputed for weights files too."""
+    import math
+    import random
+
+    from tests.conftest import TILE_COLOURS, draw_colour_tile
+
+    rng = random.Random(0)
+    for split, count in (("train", 48), ("val", 12)):
+        for label in range(2):
+            folder = tmp_path / "tiles" / split / f"colour{label}"
+            folder.mkdir(parents=True)
+            for index in range(count):
+                wrong = split == "train" and index < 2  # a few mislabelled, as real folders
+                colour = TILE_COLOURS[(label + 1) % 2 if wrong else label]
+                draw_colour_tile(colour, 64, rng).save(folder / f"{index:03d}.png")
+    torch.manual_seed(0)
+    weights_file = tmp_path / "mobilenet.pt"
+    torch.save(torchvision.models.mobilenet_v3_small(num_classes=5).state_dict(), weights_file)
+    config = TrainConfig(model="mobilenet_v3_small", weights="file",
+                         weights_file=str(weights_file), finetune="full",
+                         data_root=str(tmp_path / "tiles"), device="cpu", epochs=4,
+                         batch_size=32, resize_size=64, crop_size=64, workers=0,
+                         optimizer="adamw", lr=2e-3, weight_decay=1e-4,
+                         scheduler="warmup_cosine", output_dir=str(tmp_path / "runs"))
+    epochs: list = []
+
+    class Recorder(_Messages):
+        def on_epoch_end(self, event) -> None:
+            epochs.append(event)
+
+    end = train(config, Recorder())
+
+    assert end.status == "completed", end.error
+    val_losses = [epoch.val_loss for epoch in epochs]
+    assert all(abs(loss - math.log(2)) > 1e-3 for loss in val_losses), val_losses
+    assert max(epoch.val_accuracy for epoch in epochs) >= 0.85, \
+        [epoch.val_accuracy for epoch in epochs]

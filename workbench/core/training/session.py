@@ -410,14 +410,14 @@ class TrainingSession:
 
     def _refresh_batch_norm_statistics(self, epoch: int) -> None:
         """Recompute BatchNorm running statistics on training batches before validating while
-        a network started from random weights has taken too few steps for them to be right
-        (``batch_norm_statistics``); said once a run."""
+        the network has taken too few steps for them to forget where they started, random or
+        pretrained weights (``batch_norm_statistics``); said once a run."""
         steps = (epoch + 1) * self._steps_per_epoch()
         # Not small_cnn: its two BatchNorm layers validated the same with and without it on
         # the real sets, and it cost a quarter of its first epoch (README).
         if self.config.model not in TORCHVISION_MODELS or self.plan.cache_features or \
                 self.control.cancel_requested or \
-                not statistics_are_stale(self.model, self.config.weights, steps):
+                not statistics_are_stale(self.model, steps):
             return
         source = self.sources.train_epoch(self.train_loader, self.config.seed, epoch,
                                           self.config.batch_size, None)
@@ -428,11 +428,12 @@ class TrainingSession:
         if used and not self._said_batch_norm:
             self._said_batch_norm = True
             batches = "training batch" if used == 1 else "training batches"
+            start = {"none": "random weights", "imagenet": "ImageNet's weights"}.get(
+                self.config.weights, "the weights file")
             self._say("info", f"Epoch {epoch + 1}: BatchNorm statistics recomputed on {used} "
-                              f"{batches} before validation. The network started from "
-                              "random weights and has taken too few steps for its running "
-                              "averages to forget their start; this repeats each epoch until "
-                              "it has.")
+                              f"{batches} before validation. The network started from {start} "
+                              "and has taken too few steps for its running averages to forget "
+                              "their start; this repeats each epoch until it has.")
 
     def _evaluate(self) -> EvalResult:
         self.model.eval()

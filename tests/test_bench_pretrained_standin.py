@@ -157,3 +157,12 @@ def test_the_mobilenet_config_is_the_one_workbench_train_builds_for_its_file(tmp
     scratch = pretrain_config(tmp_path / "data", tmp_path / "out", work)
     assert (scratch.model, scratch.weights, scratch.optimizer, scratch.lr, scratch.scheduler) == (
         "mobilenet_v3_small", "none", "adamw", 0.002, "warmup_cosine")
+
+
+def test_a_table_run_leaves_no_run_folder_behind(standin, tmp_path) -> None:
+    weights_file, _saved = standin
+    data = write_real_set("faces", tmp_path / "faces", train_per_class=4, val_per_class=2)
+    config = finetune_config(data, tmp_path / "out", weights_file, TINY, seed=0)
+    end, seconds = finetune_run(config, keep=False)
+    assert end.status == "completed" and seconds > 0 and 0.0 <= end.best_val_accuracy <= 1.0
+    assert end.run_dir and not Path(end.run_dir).exists()

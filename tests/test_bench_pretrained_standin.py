@@ -166,3 +166,35 @@ def test_a_table_run_leaves_no_run_folder_behind(standin, tmp_path) -> None:
     end, seconds = finetune_run(config, keep=False)
     assert end.status == "completed" and seconds > 0 and 0.0 <= end.best_val_accuracy <= 1.0
     assert end.run_dir and not Path(end.run_dir).exists()
+
+
+def test_the_rule_before_december_7_recomputes_batch_norm_for_random_weights_only(
+        standin, tmp_path, monkeypatch) -> None:
+    from workbench.bench.reference.pretrained_standin import batch_norm_for_random_weights_only
+    from workbench.core.runs.events import Callback
+    from workbench.core.training.engine import train
+    from workbench.core.training.session import TrainingSession
+
+    class Said(Callback):
+        def __init__(self) -> None:
+            self.recomputed = False
+
+        def on_message(self, event) -> None:
+            self.recomputed |= "BatchNorm statistics recomputed" in event.text
+
+    weights_file, _saved = standin
+    data = write_real_set("faces", tmp_path / "faces", train_per_class=4, val_per_class=2)
+
+    def recomputed(weights: str) -> bool:
+        config = finetune_config(data, tmp_path / weights, weights_file, TINY, seed=0,
+                                 finetune="full", weights=weights)
+        said = Said()
+        assert train(config, said).status == "completed"
+        return said.recomputed
+
+    assert recomputed("file")  # today's rule: whatever the weights started from
+    # The bench's switch replaces the session's method; monkeypatch puts it back afterwards.
+    monkeypatch.setattr(TrainingSession, "_refresh_batch_norm_statistics",
+                        TrainingSession._refresh_batch_norm_statistics)
+    batch_norm_for_random_weights_only()
+    assert not recomputed("file") and recomputed("none")

@@ -269,6 +269,21 @@ def finetune_table(weights_file: Path, output: Path, work: StandinWorkload,
     return rows
 
 
+def batch_norm_for_random_weights_only() -> None:
+    """Put back, in this process, the rule before 7 December 2026: BatchNorm statistics were
+    recomputed before validation only for a network from random weights (pretrained
+    averages were taken to suit). For the paired rows that changed it."""
+    from workbench.core.training.session import TrainingSession
+
+    recompute = TrainingSession._refresh_batch_norm_statistics
+
+    def random_weights_only(session: TrainingSession, epoch: int) -> None:
+        if session.config.weights == "none":
+            recompute(session, epoch)
+
+    TrainingSession._refresh_batch_norm_statistics = random_weights_only  # type: ignore
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for sets, runs, file")
@@ -280,7 +295,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="the model pretrained and fine-tuned (default resnet18)")
     parser.add_argument("--variants", help="step B's rows to run, their labels separated by "
                         "';' (default: all of them)")
+    parser.add_argument("--batch-norm-random-only", action="store_true",
+                        help="recompute BatchNorm statistics before validation for random "
+                        "weights only, the rule before 7 December 2026 (its paired rows)")
     args = parser.parse_args(argv)
+    if args.batch_norm_random_only:
+        batch_norm_for_random_weights_only()
     work = dataclasses.replace(QUICK if args.quick else FULL, model=args.model)
     labels = [row[0] for row in finetune_variants(args.model)]
     variants = None

@@ -65,3 +65,64 @@ def test_a_stricter_umask_is_followed_too(tmp_path):
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "private.txt").stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_checkpoint_written_onto_a_full_disk_says_so_and_keeps_the_old_file(
+        tmp_path, monkeypatch):
+    """A full disk (/dev/full fails every write with ENOSPC) raises the OSError whose errno
+    names the reason, and leaves the previous file and folder as they were."""
+    import errno
+    import tempfile
+
+    import torch
+
+    from workbench.core.runs import atomic_io
+
+    target = tmp_path / "last.pt"
+    atomic_torch_save({"epoch": 1}, target)
+    before = target.read_bytes()
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp_on_a_full_disk(**kwargs):
+        fd, name = real_mkstemp(**kwargs)  # the temp file's name, in the target's folder
+        os.close(fd)
+        return os.open("/dev/full", os.O_WRONLY), name
+
+    monkeypatch.setattr(atomic_io.tempfile, "mkstemp", mkstemp_on_a_full_disk)
+    with pytest.raises(OSError) as raised:
+        atomic_torch_save({"epoch": 2, "weights": torch.zeros(1 << 20)}, target)
+    assert raised.value.errno == errno.ENOSPC
+    assert "the disk is full" in atomic_io.describe_os_error(raised.value)
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]  # no temp file left
+
+
+def test_a_write_that_fails_inside_torchs_writer_is_reported_as_the_os_error(
+        tmp_path, monkeypatch):
+    """torch's writer turns a failed write of its file into a RuntimeError ("unexpected pos");
+    when the disk had room again by the time the file closed, only the OSError under that
+    error says why the save failed: it is what is raised."""
+    import errno
+    import io
+
+    import torch
+
+    from workbench.core.runs import atomic_io
+
+    class FillsOnceAfterOneMegabyte(io.FileIO):
+        failed = False
+
+        def write(self, data):
+            if not FillsOnceAfterOneMegabyte.failed and self.tell() + len(data) > 1 << 20:
+                FillsOnceAfterOneMegabyte.failed = True
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return super().write(data)
+
+    monkeypatch.setattr(atomic_io.os, "fdopen", lambda fd, mode: io.BufferedWriter(
+        FillsOnceAfterOneMegabyte(fd, "wb")))
+    target = tmp_path / "last.pt"
+    with pytest.raises(OSError) as raised:
+        atomic_torch_save({"weights": torch.zeros(1 << 20)}, target)
+    assert raised.value.errno == errno.ENOSPC and FillsOnceAfterOneMegabyte.failed
+    assert list(tmp_path.iterdir()) == []  # no temp file, no half-written target

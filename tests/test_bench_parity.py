@@ -195,8 +195,15 @@ def test_the_first_steps_train_as_the_reference_loop_does(session: TrainingSessi
 
 def test_one_tiny_run_of_each_pipeline(digits: Path, tmp_path: Path):
     flags = Flags(epochs=2, lr_step_size=1, workers=0)
-    reference = reference_run(digits, flags, seed=0)
+    reference = reference_run(digits, flags, seed=0, output=tmp_path / "reference")
     ours = workbench_run(digits, tmp_path, flags, seed=0)
+    # The script's files after each epoch: the epoch's checkpoint, and the latest again.
+    assert sorted(p.name for p in (tmp_path / "reference").iterdir()) == [
+        "checkpoint.pth", "model_0.pth", "model_1.pth"]
+    latest = torch.load(tmp_path / "reference" / "checkpoint.pth", weights_only=True)
+    assert latest["epoch"] == 1 and latest["args"]["lr"] == 0.01
+    assert latest["lr_scheduler"]["last_epoch"] == 2
+    assert set(latest["model"]) == set(torchvision.models.resnet18().state_dict())
     for result in (reference, ours):
         assert len(result.accuracies) == 2
         assert result.best == max(result.accuracies)

@@ -6,8 +6,11 @@ converted to RGB), the preset transforms as ``presets.py`` builds them with ``tr
 and the Pillow backend (``RandomResizedCrop`` + ``RandomHorizontalFlip`` for training,
 ``Resize`` + ``CenterCrop`` for validation, then ``PILToTensor``, ``ToDtype``, ``Normalize``),
 a ``RandomSampler`` loader, ``get_model(weights=None)``, SGD, ``StepLR`` stepped after each
-epoch, and its loop: ``train_one_epoch`` (forward, loss, ``zero_grad``, backward, step) then
-``evaluate`` (top-1 over the validation set). Nothing in it comes from Workbench.
+epoch, and its loop: ``train_one_epoch`` (forward, loss, ``zero_grad``, backward, step),
+``evaluate`` (top-1 over the validation set), then the checkpoint the script saves after every
+epoch (model, optimiser, scheduler, epoch and flags, with ``torch.save`` as
+``model_{epoch}.pth`` and ``checkpoint.pth`` in its ``--output-dir``, which defaults to the
+working folder). Nothing in it comes from Workbench.
 
 The Workbench side is ``workbench train`` with the same flags: the config the CLI builds from
 them (the same calls as its ``config_from_args``, so every default the CLI applies around
@@ -28,7 +31,9 @@ runs it in the suite.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -125,8 +130,10 @@ def reference_transforms(flags: Flags) -> tuple[Any, Any]:
     return train, evaluation
 
 
-def reference_run(data: Path, flags: Flags, seed: int) -> RunResult:
-    """The reference script's recipe on ``data/train`` and ``data/val``."""
+def reference_run(data: Path, flags: Flags, seed: int, output: Path | None = None
+                  ) -> RunResult:
+    """The reference script's recipe on ``data/train`` and ``data/val``; with ``output`` (its
+    ``--output-dir``) it saves the script's two checkpoint files there after every epoch."""
     import torchvision
     from torchvision.datasets import ImageFolder
 
@@ -151,11 +158,13 @@ def reference_run(data: Path, flags: Flags, seed: int) -> RunResult:
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=flags.lr_step_size,
                                                 gamma=flags.lr_gamma)
     result = RunResult(0.0, 0.0)
-    for _epoch in range(flags.epochs):
+    for epoch in range(flags.epochs):
         result.lrs.append(optimizer.param_groups[0]["lr"])
         train_one_epoch(model, criterion, optimizer, loader)
         scheduler.step()
         result.accuracies.append(evaluate(model, loader_test))
+        if output is not None:
+            save_checkpoints(output, epoch, model, optimizer, scheduler, flags)
     result.best = max(result.accuracies)
     result.seconds = time.perf_counter() - started
     return result
@@ -174,6 +183,18 @@ def train_one_epoch(model: torch.nn.Module, criterion: torch.nn.Module,
         optimizer.step()
         losses.append(loss.item())
     return losses
+
+
+def save_checkpoints(output: Path, epoch: int, model: torch.nn.Module,
+                     optimizer: torch.optim.Optimizer, scheduler: Any, flags: Flags) -> None:
+    """What the script writes after each epoch: one checkpoint, as ``model_{epoch}.pth`` and
+    again as ``checkpoint.pth``."""
+    output.mkdir(parents=True, exist_ok=True)
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "lr_scheduler": scheduler.state_dict(), "epoch": epoch,
+                  "args": dataclasses.asdict(flags)}
+    torch.save(checkpoint, output / f"model_{epoch}.pth")
+    torch.save(checkpoint, output / "checkpoint.pth")
 
 
 def evaluate(model: torch.nn.Module, loader: Any) -> float:
@@ -243,9 +264,11 @@ def compare_set(image_set: ImageSet, flags: Flags, seeds: list[int], root: Path,
         order = ("reference", "workbench") if index % 2 == 0 else ("workbench", "reference")
         for side in order:
             if side == "reference":
-                reference.append(reference_run(data, flags, seed))
+                reference.append(reference_run(data, flags, seed, output / "reference"))
             else:
                 ours.append(workbench_run(data, output, flags, seed))
+        # Each side's files once both are timed (a run folder holds 0.1-0.5 GB).
+        shutil.rmtree(output, ignore_errors=True)
         if say:
             say(f"{image_set.name} seed {seed}: reference {reference[-1].best:.3f} "
                 f"({reference[-1].seconds:.0f} s, per epoch "

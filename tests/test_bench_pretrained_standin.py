@@ -168,33 +168,41 @@ def test_a_table_run_leaves_no_run_folder_behind(standin, tmp_path) -> None:
     assert end.run_dir and not Path(end.run_dir).exists()
 
 
-def test_the_rule_before_december_7_recomputes_batch_norm_for_random_weights_only(
+def test_the_earlier_batch_norm_rules_come_back_for_paired_rows(
         standin, tmp_path, monkeypatch) -> None:
-    from workbench.bench.reference.pretrained_standin import batch_norm_for_random_weights_only
+    from workbench.bench.reference.pretrained_standin import batch_norm_while_stale
     from workbench.core.runs.events import Callback
+    from workbench.core.training import session
     from workbench.core.training.engine import train
     from workbench.core.training.session import TrainingSession
 
-    class Said(Callback):
-        def __init__(self) -> None:
-            self.recomputed = False
-
-        def on_message(self, event) -> None:
-            self.recomputed |= "BatchNorm statistics recomputed" in event.text
-
     weights_file, _saved = standin
     data = write_real_set("faces", tmp_path / "faces", train_per_class=4, val_per_class=2)
+    calls: list[int] = []
+    real = session.recompute_batch_norm_statistics
 
-    def recomputed(weights: str) -> bool:
+    def counting(*args, **kwargs) -> int:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "recompute_batch_norm_statistics", counting)
+
+    def recomputations(weights: str, epochs: int = 1) -> int:
+        """How many validations got recomputed statistics; 8 training images at batch 2."""
         config = finetune_config(data, tmp_path / weights, weights_file, TINY, seed=0,
-                                 finetune="full", weights=weights)
-        said = Said()
-        assert train(config, said).status == "completed"
-        return said.recomputed
+                                 finetune="full", weights=weights).replace(
+            batch_size=2, epochs=epochs)
+        calls.clear()
+        assert train(config, Callback()).status == "completed"
+        return len(calls)
 
-    assert recomputed("file")  # today's rule: whatever the weights started from
+    # Today's rule: whatever the weights started from, before every validation, also after
+    # 11 and 12 epochs of 4 steps (0.9 ** 44 and 0.9 ** 48: under 1% of the start left).
+    assert recomputations("file") == 1 and recomputations("none", epochs=12) == 12
     # The bench's switch replaces the session's method; monkeypatch puts it back afterwards.
     monkeypatch.setattr(TrainingSession, "_refresh_batch_norm_statistics",
                         TrainingSession._refresh_batch_norm_statistics)
-    batch_norm_for_random_weights_only()
-    assert not recomputed("file") and recomputed("none")
+    batch_norm_while_stale()
+    assert recomputations("file") == 1 and recomputations("none", epochs=12) == 10
+    batch_norm_while_stale(random_weights_only=True)
+    assert recomputations("file") == 0 and recomputations("none") == 1

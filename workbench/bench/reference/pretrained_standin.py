@@ -269,19 +269,26 @@ def finetune_table(weights_file: Path, output: Path, work: StandinWorkload,
     return rows
 
 
-def batch_norm_for_random_weights_only() -> None:
-    """Put back, in this process, the rule before 7 December 2026: BatchNorm statistics were
-    recomputed before validation only for a network from random weights (pretrained
-    averages were taken to suit). For the paired rows that changed it."""
+def batch_norm_while_stale(random_weights_only: bool = False) -> None:
+    """Put back, in this process, an earlier rule for the BatchNorm statistics recomputed
+    before validation: only while a layer that trains still holds more than 1% of its start
+    (``(1 - momentum) ** steps``), whatever the weights (the rule of 7 December 2026, until
+    the digit scans showed the averages lag the weights too), and with
+    ``random_weights_only`` only for a network from random weights (the rule before it). For
+    the paired rows that changed them."""
+    from workbench.core.training.batch_norm_statistics import batch_norm_layers
     from workbench.core.training.session import TrainingSession
 
     recompute = TrainingSession._refresh_batch_norm_statistics
 
-    def random_weights_only(session: TrainingSession, epoch: int) -> None:
-        if session.config.weights == "none":
+    def earlier_rule(session: TrainingSession, epoch: int) -> None:
+        steps = (epoch + 1) * session._steps_per_epoch()
+        left = max(((1.0 - layer.momentum) ** steps for layer in batch_norm_layers(session.model)
+                    if layer.momentum is not None), default=0.0)
+        if left > 0.01 and (session.config.weights == "none" or not random_weights_only):
             recompute(session, epoch)
 
-    TrainingSession._refresh_batch_norm_statistics = random_weights_only  # type: ignore
+    TrainingSession._refresh_batch_norm_statistics = earlier_rule  # type: ignore
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -297,10 +304,14 @@ def main(argv: list[str] | None = None) -> None:
                         "';' (default: all of them)")
     parser.add_argument("--batch-norm-random-only", action="store_true",
                         help="recompute BatchNorm statistics before validation for random "
-                        "weights only, the rule before 7 December 2026 (its paired rows)")
+                        "weights only, while they hold more than 1%% of their start: the rule "
+                        "before 7 December 2026 (its paired rows)")
+    parser.add_argument("--batch-norm-while-stale", action="store_true",
+                        help="recompute BatchNorm statistics before validation only while they "
+                        "hold more than 1%% of their start: the rule of 7 December 2026")
     args = parser.parse_args(argv)
-    if args.batch_norm_random_only:
-        batch_norm_for_random_weights_only()
+    if args.batch_norm_random_only or args.batch_norm_while_stale:
+        batch_norm_while_stale(random_weights_only=args.batch_norm_random_only)
     work = dataclasses.replace(QUICK if args.quick else FULL, model=args.model)
     labels = [row[0] for row in finetune_variants(args.model)]
     variants = None

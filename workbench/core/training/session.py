@@ -56,8 +56,8 @@ from workbench.core.runs.run_folder import (
     write_run_config,
 )
 from workbench.core.training.batch_norm_statistics import (
+    batch_norm_layers,
     recompute_batch_norm_statistics,
-    statistics_are_stale,
 )
 from workbench.core.training.batch_sources import BatchSources, EpochBatches
 from workbench.core.training.distributed import DistributedContext, set_epoch
@@ -409,15 +409,12 @@ class TrainingSession:
         self.ctx.model = self.train_model
 
     def _refresh_batch_norm_statistics(self, epoch: int) -> None:
-        """Recompute BatchNorm running statistics on training batches before validating while
-        the network has taken too few steps for them to forget where they started, random or
-        pretrained weights (``batch_norm_statistics``); said once a run."""
-        steps = (epoch + 1) * self._steps_per_epoch()
+        """Recompute the running statistics of the BatchNorm layers that train on training
+        batches before validating (``batch_norm_statistics``); said once a run."""
         # Not small_cnn: its two BatchNorm layers validated the same with and without it on
         # the real sets, and it cost a quarter of its first epoch (README).
         if self.config.model not in TORCHVISION_MODELS or self.plan.cache_features or \
-                self.control.cancel_requested or \
-                not statistics_are_stale(self.model, steps):
+                self.control.cancel_requested or not batch_norm_layers(self.model):
             return
         source = self.sources.train_epoch(self.train_loader, self.config.seed, epoch,
                                           self.config.batch_size, None)
@@ -431,9 +428,9 @@ class TrainingSession:
             start = {"none": "random weights", "imagenet": "ImageNet's weights"}.get(
                 self.config.weights, "the weights file")
             self._say("info", f"Epoch {epoch + 1}: BatchNorm statistics recomputed on {used} "
-                              f"{batches} before validation. The network started from {start} "
-                              "and has taken too few steps for its running averages to forget "
-                              "their start; this repeats each epoch until it has.")
+                              f"{batches} before validation, as before every validation: "
+                              "running averages keep part of their start (here "
+                              f"{start}) and lag weights that are still changing.")
 
     def _evaluate(self) -> EvalResult:
         self.model.eval()

@@ -107,9 +107,9 @@ def test_a_run_recomputes_for_a_torchvision_model_whose_batch_norm_trains(
     assert end.status == "completed", end.error
     lines = [text for text in messages.texts if "BatchNorm statistics recomputed" in text]
     assert lines == ([f"Epoch 1: BatchNorm statistics recomputed on 3 training batches before "
-                      "validation, as before every validation: running averages keep part of "
-                      f"their start (here {said}) and lag weights that are still changing."]
-                     if said else [])
+                      "validation; this repeats before every validation, because running "
+                      f"averages keep part of their start ({said}) and lag weights that are "
+                      "still changing."] if said else [])
 
 
 def test_every_validation_gets_statistics_for_the_weights_it_validates(

@@ -428,9 +428,9 @@ class TrainingSession:
             start = {"none": "random weights", "imagenet": "ImageNet's weights"}.get(
                 self.config.weights, "the weights file")
             self._say("info", f"Epoch {epoch + 1}: BatchNorm statistics recomputed on {used} "
-                              f"{batches} before validation, as before every validation: "
-                              "running averages keep part of their start (here "
-                              f"{start}) and lag weights that are still changing.")
+                              f"{batches} before validation; this repeats before every "
+                              "validation, because running averages keep part of their start "
+                              f"({start}) and lag weights that are still changing.")
 
     def _evaluate(self) -> EvalResult:
         self.model.eval()

@@ -175,3 +175,31 @@ def test_validation_images_of_another_size_stay_on_the_device_beside_the_trainin
     assert watcher.said("are 32x32 grey (training) and 48x32 grey (validation) after resizing, "
                         "so they stay on cpu")
     assert watcher.start.images_on_device
+
+
+@pytest.mark.parametrize(("workers", "decoding"), [(0, 0), (1, 0), (2, 2)])
+def test_images_kept_on_the_device_are_decoded_in_this_process_unless_several_workers_share_it(
+        digits, tmp_path, monkeypatch, workers, decoding):
+    """One loader process decodes no faster than the training process, which waits for it,
+    and costs a process start and a copy of every image back (0.36-0.42 s a run of the
+    parity bench's real sets); two or more decode side by side. The images are the same."""
+    started: list[int] = []
+
+    class Recording(device_images.DataLoader):
+        def __init__(self, *args, **kwargs) -> None:
+            started.append(kwargs["num_workers"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(device_images, "DataLoader", Recording)
+    config = digits_config(digits, tmp_path, workers=workers)
+    scan = scan_dataset(config.data_root, config.val_fraction, config.seed)
+    pipeline = build_data_pipeline(config, scan, "cpu")
+    images, _report = load_device_images(config, pipeline, "cpu", RunControl())
+
+    assert started == [decoding, decoding]  # the training split, then the validation split
+    monkeypatch.undo()
+    reference, _ = load_device_images(digits_config(digits, tmp_path, workers=2),
+                                      build_data_pipeline(config, scan, "cpu"), "cpu",
+                                      RunControl())
+    assert torch.equal(images.train.images, reference.train.images)
+    assert torch.equal(images.val.labels, reference.val.labels)

@@ -56,13 +56,17 @@ def test_the_running_averages_become_the_mean_over_the_batches_and_the_rest_is_k
     assert all(torch.equal(value, net.state_dict()[name]) for name, value in weights.items())
 
 
-def test_max_batches_and_single_images_limit_what_is_averaged() -> None:
+def test_max_images_and_single_images_limit_what_is_averaged() -> None:
     net = _net()
     one_image = (torch.randn(1, 3, 2, 2), torch.zeros(1, dtype=torch.long))
     batches = [one_image] + [(torch.randn(4, 3, 2, 2), torch.zeros(4, dtype=torch.long))] * 5
+    # 8 images: two batches of four; the single image before them is not one of them.
     assert recompute_batch_norm_statistics(net, iter(batches), _identity,
-                                           contextlib.nullcontext, max_batches=2) == 2
+                                           contextlib.nullcontext, max_images=8) == 2
     assert net[1].num_batches_tracked.item() == 2
+    # A batch that passes the count is the last one: 9 images take a third batch.
+    assert recompute_batch_norm_statistics(net, iter(batches[1:]), _identity,
+                                           contextlib.nullcontext, max_images=9) == 3
 
 
 def test_no_batches_leave_the_averages_as_they_were() -> None:
@@ -137,7 +141,8 @@ def test_every_validation_gets_statistics_for_the_weights_it_validates(
     end = train(config, _Messages())
 
     assert end.status == "completed", end.error
-    assert recomputed == [10, 10, 10]  # MAX_BATCHES before each of the three validations
+    # Before each of the three validations, every training batch (fewer than MAX_IMAGES).
+    assert len(recomputed) == 3 and len(set(recomputed)) == 1 and recomputed[0] >= 15, recomputed
 
 
 def test_mobilenet_from_a_file_of_other_images_validates_above_chance(tmp_path: Path) -> None:

@@ -79,6 +79,9 @@ class ImageSampleDataset(Dataset):
         self.resize_size = resize_size
         self.grayscale = grayscale
         self.cache_dir = cache_dir
+        # New cache files written by a background thread (the images decoded once, in this
+        # process, while the run waits: ``device_images``); by the loader processes at once.
+        self.cache_in_background = False
         self.failure_log = failure_log
         self._placeholder_shape: torch.Size | None = None
         self._in_memory: dict[int, torch.Tensor] = {}
@@ -163,7 +166,8 @@ class ImageSampleDataset(Dataset):
         """(image, '') or (None, the reason it cannot be decoded); a pool thread may call it."""
         try:
             return load_image_uint8(self.samples[index][0], self.resize_size, self.grayscale,
-                                    self.cache_dir, self.upscale, self.interpolation), ""
+                                    self.cache_dir, self.upscale, self.interpolation,
+                                    self.cache_in_background), ""
         except ImageDecodeError as exc:
             return None, exc.reason
 

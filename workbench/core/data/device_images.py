@@ -141,7 +141,8 @@ def _decode_all(
     whole = ImageSampleDataset(dataset.samples, _unchanged, dataset.resize_size,
                                dataset.grayscale, dataset.cache_dir, dataset.failure_log,
                                dataset.upscale, dataset.interpolation)
-    workers = config.workers
+    workers = decoding_workers(config.workers)
+    whole.cache_in_background = workers == 0  # the run need not wait for the cache's files
     loader = DataLoader(whole, batch_size=LOAD_BATCH, shuffle=False, num_workers=workers,
                         collate_fn=stack_if_same_size,
                         timeout=float(config.loader_timeout) if workers else 0.0)
@@ -162,6 +163,14 @@ def _decode_all(
             return (f"The images would take {byte_amount(needed)}, more than the "
                     f"{byte_amount(budget)} left")
     return DeviceImages(torch.cat(images), torch.cat(labels))
+
+
+def decoding_workers(workers: int) -> int:
+    """Loader processes for decoding a split once: none for a single worker, which would
+    decode no faster than this process while it waits, and cost a process start and copying
+    every image back (0.36-0.42 s a run on the parity bench's real sets of 200-1,139 images,
+    docs/speed.md); two or more decode side by side."""
+    return workers if workers >= 2 else 0
 
 
 def stack_if_same_size(samples: list[tuple[torch.Tensor, int]]) -> tuple[Any, torch.Tensor]:

@@ -28,6 +28,7 @@ from workbench.core.data.batch_preparation import BatchPreparer
 from workbench.core.data.data_pipeline import DataPipeline, build_data_pipeline
 from workbench.core.data.decode_failures import FailedImages, left_out_message
 from workbench.core.data.device_images import DeviceImageSet, load_device_images
+from workbench.core.data.image_cache import wait_for_cache_writes
 from workbench.core.devices.gpu_monitor import GpuMonitor
 from workbench.core.devices.memory import free_device_memory, memory_total
 from workbench.core.devices.selection import device_display_name, environment_info, resolve_device
@@ -518,6 +519,7 @@ class TrainingSession:
             self.failed_images.check(failures)
 
     def _end(self, status: str) -> RunEnd:
+        wait_for_cache_writes()  # a run's end finds the image cache complete for the next one
         if status == "cancelled":
             kept = (f"{self.last_checkpoint_path} holds epoch {self.epochs_completed}"
                     if self.last_checkpoint_path else "no epoch had finished, so nothing was saved")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from workbench.bench.image_cache_benchmark import Timing, measure, table
+from workbench.bench.loading.image_cache_benchmark import Timing, measure, table
 from workbench.core.data.image_cache import _read_cached, cache_path
 from workbench.core.data.image_decoding import decode_file
 

@@ -25,9 +25,9 @@ from typing import Any
 from workbench.bench.report import BenchRow, format_table
 
 GROUPS = {
-    "loader": "workbench.bench.loader_benchmark",
+    "loader": "workbench.bench.loading.loader_benchmark",
     "training": "workbench.bench.training_benchmark",
-    "worker": "workbench.bench.worker_benchmark",
+    "worker": "workbench.bench.loading.worker_benchmark",
     "ui": "workbench.bench.ui_latency_benchmark",
     "accuracy": "workbench.bench.reference.accuracy_benchmark",
     "health": "workbench.bench.health_benchmark",

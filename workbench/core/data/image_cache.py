@@ -10,7 +10,7 @@ No file is written that would leave less than ``cache_folder.FREE_SPACE_RESERVE`
 cache's disk; an image that is not cached is simply decoded again next epoch.
 
 Writing a cached array costs a file creation (1.5-2.5 ms on the 2-core test machine, ten times
-the decode of an 8 px scan; ``bench/image_cache_benchmark.py``), so a caller that decodes a
+the decode of an 8 px scan; ``bench/loading/image_cache_benchmark.py``), so a caller that decodes a
 whole folder once while training waits (the images kept on the device) hands the writes to a
 background thread instead (``write_in_background``): the run starts on the decoded pixels and
 the cache is there for the next run. ``wait_for_cache_writes`` waits for them.

@@ -9,7 +9,7 @@ sizes runs resize to: the decode (``decode_file``, what an uncached image costs 
 the write of the cached array (once) and its read (each later time), with the ratio of the
 source file's bytes to the array's bytes, the figure ``image_cache.worth_caching`` decides by.
 
-    python -m workbench.bench.image_cache_benchmark --out /tmp/cache_bench
+    python -m workbench.bench.loading.image_cache_benchmark --out /tmp/cache_bench
 
 Files: the real sets of ``real_image_sets`` as the parity bench writes them (digit scans at
 8 px and 64 px, faces, photo patches), Debian's ``openclipart-png`` clip art (one file in 40,

@@ -81,7 +81,7 @@ def _config(root: Path, epochs: int, device: str) -> TrainConfig:
 def _measure_in_fresh_process(mode: str, root: Path, epochs: int, device: str) -> float:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     result = subprocess.run(
-        [sys.executable, "-m", "workbench.bench.worker_benchmark", "--measure", mode,
+        [sys.executable, "-m", "workbench.bench.loading.worker_benchmark", "--measure", mode,
          "--root", str(root), "--epochs", str(epochs), "--device", device],
         capture_output=True, text=True, env=env,
     )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.bench.real_image_sets import write_real_set
-from workbench.core.data.image_cache import _read_cached, _write_cached, cache_path
+from workbench.core.data.image_cache import _npy_bytes, _read_cached, _store, cache_path
 from workbench.core.data.image_decoding import ImageDecodeError, decode_file
 
 CLIPART_ROOT = Path("/usr/share/openclipart/png")
@@ -88,7 +88,7 @@ def measure(kind: str, path: Path, resize: int, cache: Path, repeats: int = 3) -
     decode = _best_ms(lambda: decode_file(str(path), resize), repeats)
     target = cache_path(str(path), resize, False, cache)
     started = time.perf_counter()
-    _write_cached(target, array)  # once: a second write would replace, not create
+    _store(target, _npy_bytes(array))  # once: a second write would replace, not create
     write = (time.perf_counter() - started) * 1000
     read = _best_ms(lambda: _read_cached(target, resize, False), repeats)
     return Timing(kind, path, resize, path.stat().st_size, array.nbytes, decode, write, read)

@@ -147,10 +147,6 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _write_cached(cache_file: Path, array: np.ndarray) -> None:
-    _store(cache_file, _npy_bytes(array))
-
-
 def _store(cache_file: Path, data: bytes) -> None:
     try:
         if not has_room(cache_file.parent, len(data)):

@@ -20,6 +20,7 @@ from workbench.core.data.device_images import (
     stack_if_same_size,
 )
 from workbench.core.data.generated.synthetic_images import write_shape_dataset
+from workbench.core.data.image_cache import wait_for_cache_writes
 from workbench.core.data.multicrop import IGNORE_LABEL
 from workbench.core.data.transforms import CenterCrop, RandomResizedCropFlip
 from workbench.core.runs.config import TrainConfig
@@ -220,4 +221,6 @@ def test_the_decoding_uses_the_configs_interpolation_and_fills_the_disk_cache(tm
     # Validation images are enlarged from 24 to 32: the two filters give other pixels.
     assert not torch.equal(smooth.val.images, sharp.val.images)
     assert torch.equal(smooth.train.images, sharp.train.images)  # kept at 24x24, not resized
-    assert any(path.is_file() for path in (tmp_path / "bilinear" / "cache").rglob("*"))
+    wait_for_cache_writes()  # the files are written by a background thread (a run's end waits)
+    cached = [path for path in (tmp_path / "bilinear" / "cache").rglob("*.npy")]
+    assert len(cached) == 12  # 8 training and 4 validation images

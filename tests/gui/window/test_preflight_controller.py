@@ -244,7 +244,7 @@ def test_a_check_whose_import_races_another_thread_still_answers(qtbot, window, 
 
 def test_the_first_run_page_offers_the_weights_before_any_folder_is_open(
         qtbot, window, served_imagenet_weights):
-    served_imagenet_weights.server.pause_s = 0.05
+    served_imagenet_weights.server.pause_s = 0.005  # still a download in progress at the click
     page = window.first_run_panel
     assert window.config_form.config().weights == "imagenet" and page.isVisible()
     wait_for_check(qtbot, window)

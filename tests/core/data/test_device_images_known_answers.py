@@ -222,5 +222,5 @@ def test_the_decoding_uses_the_configs_interpolation_and_fills_the_disk_cache(tm
     assert not torch.equal(smooth.val.images, sharp.val.images)
     assert torch.equal(smooth.train.images, sharp.train.images)  # kept at 24x24, not resized
     wait_for_cache_writes()  # the files are written by a background thread (a run's end waits)
-    cached = [path for path in (tmp_path / "bilinear" / "cache").rglob("*.npy")]
+    cached = list((tmp_path / "bilinear" / "cache").rglob("*.npy"))
     assert len(cached) == 12  # 8 training and 4 validation images

@@ -16,6 +16,7 @@ from workbench.core.data import image_cache
 from workbench.core.data.generated.synthetic_images import draw_shape_image, write_shape_dataset
 from workbench.core.data.image_cache import cache_path, load_image_uint8, wait_for_cache_writes
 from workbench.core.runs.config import TrainConfig
+from workbench.core.runs.control import RunControl
 from workbench.core.runs.events import Callback
 from workbench.core.training.engine import train
 
@@ -94,3 +95,32 @@ def test_a_run_with_its_images_on_the_device_ends_with_every_image_cached(
     # Training images are cached at most at their own size (never enlarged), validation
     # images at the resize: each file's own key, every one of them written by the run's end.
     assert len(cached) == len(images) == 32
+
+
+class _CancelAtFirstStep(Callback):
+    def __init__(self, control: RunControl) -> None:
+        self.control = control
+
+    def on_step(self, event) -> None:
+        self.control.request_cancel()
+
+
+def test_a_stopped_run_ends_without_waiting_for_the_cache_writes(tmp_path, held_writes) -> None:
+    data = write_shape_dataset(tmp_path / "data", per_class=6, size=(24, 24),
+                               layout="train_val", val_per_class=2, image_format="PNG")
+    config = TrainConfig(data_root=str(data), model="small_cnn", weights="none",
+                         finetune="full", resize_size=24, crop_size=20, batch_size=8, epochs=3,
+                         workers=1, output_dir=str(tmp_path / "runs"),
+                         cache_dir=str(tmp_path / "cache"))
+    control = RunControl()
+    ends = []
+    run = threading.Thread(target=lambda: ends.append(train(config, _CancelAtFirstStep(control),
+                                                            control)))
+    run.start()
+    run.join(30)
+    # Every write is held, yet Stop is not: the run ends and its cache files come after.
+    assert not run.is_alive() and ends[0].status == "cancelled", ends
+    assert not list((tmp_path / "cache").rglob("*.npy"))
+    held_writes.set()
+    wait_for_cache_writes()
+    assert len(list((tmp_path / "cache").rglob("*.npy"))) == 32

@@ -519,7 +519,10 @@ class TrainingSession:
             self.failed_images.check(failures)
 
     def _end(self, status: str) -> RunEnd:
-        wait_for_cache_writes()  # a run's end finds the image cache complete for the next one
+        if status == "completed":
+            # The next run finds the image cache complete. A stopped or failed run ends at
+            # once: its writes (up to BACKGROUND_WRITES_BYTES, 0.4 ms a small file) go on.
+            wait_for_cache_writes()
         if status == "cancelled":
             kept = (f"{self.last_checkpoint_path} holds epoch {self.epochs_completed}"
                     if self.last_checkpoint_path else "no epoch had finished, so nothing was saved")
